@@ -1,0 +1,145 @@
+"""Fixtures shared by every test. Each test runs against both storage shapes:
+
+* ``embedded``: SQLite in a temporary directory, in-process rate limits and signals;
+* ``distributed``: a fresh PostgreSQL database and a private Redis key prefix.
+
+The distributed shape needs PostgreSQL and Redis on 127.0.0.1. Without them its tests are skipped, unless
+``THREADLINE_TEST_REQUIRE_SERVICES=1`` (as ``.ci/run`` sets), in which case they fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import asyncpg
+import httpx
+import pytest
+from fastapi import FastAPI
+from redis.asyncio import Redis
+
+from threadline.app import create_app
+from threadline.config import Settings
+from threadline.runtime import Services
+from threadline.storage.migrate import upgrade
+from tests.support import Tenant, make_tenant
+
+REQUIRE_SERVICES = os.environ.get("THREADLINE_TEST_REQUIRE_SERVICES") == "1"
+POSTGRES_URL = os.environ.get("THREADLINE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+REDIS_URL = os.environ.get("THREADLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    settings: Settings
+
+    def fresh(self) -> Settings:
+        """The shape's settings with a Redis prefix of the test's own, so rate-limit budgets never leak."""
+        return self.settings.model_copy(update={"redis_prefix": f"{self.settings.redis_prefix}{next(_counter)}:"})
+
+    def env(self, settings: Settings | None = None) -> dict[str, str]:
+        """The environment a subprocess needs to run on this shape."""
+        settings = settings or self.settings
+        env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+        env["THREADLINE_DATA_DIR"] = str(settings.data_dir)
+        if settings.database_url is not None:
+            env["THREADLINE_DATABASE_URL"] = settings.database_url.get_secret_value()
+        if settings.redis_url is not None:
+            env["THREADLINE_REDIS_URL"] = settings.redis_url.get_secret_value()
+            env["THREADLINE_REDIS_PREFIX"] = settings.redis_prefix
+        return env
+
+
+async def _unreachable() -> str | None:
+    try:
+        conn = await asyncio.wait_for(asyncpg.connect(POSTGRES_URL), timeout=5)
+        await conn.close()
+    except Exception as exc:
+        return f"PostgreSQL at {POSTGRES_URL}: {exc!r}"
+    redis = Redis.from_url(REDIS_URL)
+    try:
+        await asyncio.wait_for(redis.ping(), timeout=5)
+    except Exception as exc:
+        return f"Redis at {REDIS_URL}: {exc!r}"
+    finally:
+        await redis.aclose()
+    return None
+
+
+async def require_distributed() -> None:
+    problem = await _unreachable()
+    if problem is not None:
+        if REQUIRE_SERVICES:
+            pytest.fail(f"distributed shape required but unreachable: {problem}")
+        pytest.skip(f"distributed shape unavailable: {problem}")
+
+
+@pytest.fixture(scope="session", params=["embedded", "distributed"])
+async def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Backend]:
+    data_dir = tmp_path_factory.mktemp(request.param)
+    if request.param == "embedded":
+        settings = Settings(data_dir=data_dir, database_url=None, redis_url=None)
+        await asyncio.to_thread(upgrade, settings.resolved_database_url)
+        yield Backend("embedded", settings)
+        return
+    await require_distributed()
+    token = secrets.token_hex(4)
+    name = f"threadline_test_{token}"
+    admin = await asyncpg.connect(POSTGRES_URL)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    database_url = POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
+    settings = Settings(
+        data_dir=data_dir, database_url=database_url, redis_url=REDIS_URL, redis_prefix=f"tltest:{token}:"
+    )
+    try:
+        await asyncio.to_thread(upgrade, settings.resolved_database_url)
+        yield Backend("distributed", settings)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+        redis = Redis.from_url(REDIS_URL)
+        keys = [k async for k in redis.scan_iter(match=f"tltest:{token}:*", count=1000)]
+        if keys:
+            await redis.delete(*keys)
+        await redis.aclose()
+
+
+@pytest.fixture
+async def settings(backend: Backend) -> Settings:
+    return backend.fresh()
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[FastAPI]:
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+def services(app: FastAPI) -> Services:
+    services: Services = app.state.runtime.services
+    return services
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+        yield http
+
+
+@pytest.fixture
+async def tenant(services: Services) -> Tenant:
+    return await make_tenant(services, "acme")
+
+
+@pytest.fixture
+async def other_tenant(services: Services) -> Tenant:
+    return await make_tenant(services, "globex")

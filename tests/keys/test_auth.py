@@ -1,0 +1,87 @@
+"""The spec's Authentication rules and DESIGN.md's error rows for credentials, on the API surface."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.support import Tenant
+from threadline.keys.tokens import generate_key
+
+
+
+def assert_error(
+    response: httpx.Response,
+    status: int,
+    code: str,
+    *,
+    operation_id: str,
+    reason: str | None = None,
+    missing: list[str] | None = None,
+) -> dict[str, object]:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["code"] == code
+    assert body["operationId"] == operation_id
+    assert body["missingContext"] == (missing or [])
+    assert body.get("reason") == reason
+    assert isinstance(body["message"], str) and body["message"]
+    assert body["requestId"] == response.headers["x-request-id"]
+    return body
+
+
+class TestSecretKeyForms:
+    async def test_bearer_form(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+        response = await client.get("/v1/me", headers=tenant.secret)
+        assert response.status_code == 200
+        assert response.json()["organization"]["id"] == tenant.org_id
+
+    async def test_x_service_secret_key_form(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+        headers = {"x-service-secret-key": tenant.created.secret_value}
+        response = await client.get("/v1/me", headers=headers)
+        assert response.status_code == 200
+        assert response.json()["key"]["id"] == tenant.created.secret_key.id
+
+    async def test_bearer_scheme_is_case_insensitive(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+        response = await client.get("/v1/me", headers={"Authorization": f"bearer {tenant.created.secret_value}"})
+        assert response.status_code == 200
+
+
+class TestRefusals:
+    async def test_no_credential_is_401_naming_the_header(self, client: httpx.AsyncClient) -> None:
+        response = await client.get("/v1/me")
+        assert_error(response, 401, "UNAUTHORIZED", operation_id="me.get", missing=["Authorization"])
+
+    async def test_unknown_key_is_401_invalid_key(self, client: httpx.AsyncClient) -> None:
+        response = await client.get("/v1/keys", headers={"Authorization": f"Bearer {generate_key('secret')}"})
+        assert_error(response, 401, "UNAUTHORIZED", operation_id="keys.list", reason="INVALID_KEY")
+
+    @pytest.mark.parametrize("value", ["Bearer", "Bearer nope", "Basic abc", "Bearer sk_short", "sk_" + "a" * 40])
+    async def test_malformed_credential_is_401_invalid_key(self, client: httpx.AsyncClient, value: str) -> None:
+        response = await client.get("/v1/projects", headers={"Authorization": value})
+        assert_error(response, 401, "UNAUTHORIZED", operation_id="projects.list", reason="INVALID_KEY")
+
+    async def test_revoked_key_is_401_key_revoked(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+        spare = await client.post("/v1/keys", headers=tenant.secret, json={"name": "spare", "type": "secret"})
+        value, key_id = spare.json()["key"], spare.json()["id"]
+        assert (await client.get("/v1/me", headers={"Authorization": f"Bearer {value}"})).status_code == 200
+        assert (await client.delete(f"/v1/keys/{key_id}", headers=tenant.secret)).status_code == 200
+        response = await client.get("/v1/me", headers={"Authorization": f"Bearer {value}"})
+        assert_error(response, 401, "UNAUTHORIZED", operation_id="me.get", reason="KEY_REVOKED")
+
+    async def test_public_key_on_the_api_is_403(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+        for headers in (
+            {"Authorization": f"Bearer {tenant.created.public_value}"},
+            {"x-service-secret-key": tenant.created.public_value},
+            tenant.public,
+        ):
+            response = await client.get("/v1/me", headers=headers)
+            assert_error(response, 403, "FORBIDDEN", operation_id="me.get", reason="PUBLIC_KEY_NOT_ALLOWED")
+
+    async def test_refusal_on_an_unknown_path_names_no_operation(self, client: httpx.AsyncClient) -> None:
+        response = await client.get("/v1/nothing-here")
+        assert_error(response, 401, "UNAUTHORIZED", operation_id="unknown", missing=["Authorization"])
+
+    async def test_a_key_is_never_echoed_in_errors(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+        response = await client.get("/v1/me", headers={"Authorization": f"Bearer {tenant.created.public_value}"})
+        assert tenant.created.public_value not in response.text

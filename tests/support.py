@@ -1,0 +1,114 @@
+"""Helpers for tests: tenants made straight through the services, and real server processes."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import httpx
+
+from threadline.organizations.service import NewOrganization, create_organization
+from threadline.runtime import Services
+
+
+@dataclass(frozen=True)
+class Tenant:
+    created: NewOrganization
+
+    @property
+    def org_id(self) -> str:
+        return self.created.organization.id
+
+    @property
+    def project_id(self) -> str:
+        return self.created.project.id
+
+    @property
+    def secret(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.created.secret_value}"}
+
+    @property
+    def public(self) -> dict[str, str]:
+        return {"x-service-key": self.created.public_value}
+
+
+async def make_tenant(services: Services, name: str) -> Tenant:
+    async with services.db.transaction() as conn:
+        created = await create_organization(conn, name)
+    return Tenant(created)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class ServerProcess:
+    process: subprocess.Popen[bytes]
+    api_url: str
+    intake_url: str
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.process.wait(timeout=timeout)
+
+
+def threadline(*args: str, env: dict[str, str], check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the installed CLI exactly as an operator would."""
+    result = subprocess.run(
+        [sys.executable, "-m", "threadline", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"threadline {' '.join(args)} exited {result.returncode}: {result.stderr}")
+    return result
+
+
+@contextmanager
+def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 20) -> Iterator[ServerProcess]:
+    """``threadline serve`` on free ports, waited for until /readyz answers; stopped with SIGTERM."""
+    api_port, intake_port = free_port(), free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "threadline", "serve", "--port", str(api_port), "--intake-port", str(intake_port), *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    server = ServerProcess(process, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{intake_port}")
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            if process.poll() is not None:
+                output = process.stdout.read().decode() if process.stdout else ""
+                raise AssertionError(f"server exited with {process.returncode}: {output}")
+            try:
+                if httpx.get(f"{server.api_url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("server did not become ready")
+            time.sleep(0.05)
+        yield server
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if process.stdout:
+            process.stdout.close()
+
+
+__all__ = ["ServerProcess", "Tenant", "free_port", "make_tenant", "running_server", "threadline"]

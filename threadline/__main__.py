@@ -1,0 +1,3 @@
+from threadline.cli import main
+
+main()

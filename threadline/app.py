@@ -1,0 +1,37 @@
+"""The versioned API application (``/v1``), its probes and its reference docs."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import Response
+
+from threadline import docs, health
+from threadline.assembly import assemble
+from threadline.config import Settings
+from threadline.contract import build_contract, render
+from threadline.keys.endpoints import router as keys_router
+from threadline.me.endpoints import router as me_router
+from threadline.projects.endpoints import router as projects_router
+from threadline.runtime import Services
+from threadline.telemetry.intake import create_intake_app
+
+
+def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
+    settings = settings or Settings()
+    app = assemble("Threadline API", "api", settings, services)
+    v1 = APIRouter(prefix="/v1")
+    for router in (me_router, keys_router, projects_router):
+        v1.include_router(router)
+    app.include_router(v1)
+    app.include_router(health.router)
+    app.include_router(docs.router)
+    app.mount("/docs/assets", docs.assets, name="docs-assets")
+    contract: list[bytes] = []
+
+    @app.get("/v1/openapi.json", include_in_schema=False)
+    async def openapi() -> Response:
+        if not contract:
+            contract.append(render(build_contract(app, create_intake_app(settings))).encode())
+        return Response(contract[0], media_type="application/json")
+
+    return app

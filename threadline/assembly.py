@@ -1,0 +1,49 @@
+"""How an ASGI app of ours is put together: the same middleware order, error handling and lifecycle for
+the API and the intake, so the two surfaces cannot drift apart.
+
+    RequestContextMiddleware   request id, rate-limit headers, 500 envelope for anything unhandled
+      AccessMiddleware         body size, credential, key type, rate limit (before routing)
+        FastAPI router         handlers; ApiError/validation/routing errors -> envelope
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from threadline.config import Settings
+from threadline.keys.middleware import AccessMiddleware, Surface
+from threadline.kit.context import RequestContextMiddleware
+from threadline.kit.handlers import install_error_handlers
+from threadline.kit.routing import OperationIndex
+from threadline.runtime import Runtime, Services, open_services
+
+
+def assemble(title: str, surface: Surface, settings: Settings, services: Services | None) -> FastAPI:
+    """``services`` given: they belong to the caller (``serve`` shares one set between both surfaces).
+    Not given: the app's lifespan opens and closes its own."""
+    runtime = Runtime()
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if services is not None:
+            runtime.services = services
+            yield
+            return
+        async with open_services(settings) as own:
+            runtime.services = own
+            try:
+                yield
+            finally:
+                runtime.services = None
+
+    app = FastAPI(title=title, openapi_url=None, docs_url=None, redoc_url=None, lifespan=lifespan)
+    app.state.runtime = runtime
+    app.state.settings = settings
+    app.state.operations = operations = OperationIndex(app.router.routes)
+    install_error_handlers(app)
+    app.add_middleware(AccessMiddleware, runtime=runtime, operations=operations, surface=surface)
+    app.add_middleware(RequestContextMiddleware, operations=operations)
+    return app

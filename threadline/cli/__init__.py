@@ -1,0 +1,16 @@
+"""The ``threadline`` command. Operator commands act on the configured database; client commands act
+through the API with ``THREADLINE_API_KEY`` and ``THREADLINE_BASE_URL``, like any API client."""
+
+from __future__ import annotations
+
+import typer
+
+from threadline.cli import client, operator
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+operator.register(app)
+client.register(app)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,244 @@
+"""Operator commands: they act on the database named by the configuration."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import sqlalchemy as sa
+import typer
+
+from threadline.cli.output import emit_json, fail
+from threadline.config import Settings
+from threadline.kit.db import Database
+from threadline.kit.errors import ApiError
+from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
+from threadline.organizations import repository as org_repository
+from threadline.organizations import service as org_service
+from threadline.organizations.schemas import OrganizationOut
+from threadline.organizations.tables import organizations
+from threadline.projects.schemas import ProjectOut
+from threadline.runtime import connect_redis
+from threadline.storage import migrate as migrations
+from threadline.users import service as users
+
+T = TypeVar("T")
+orgs = typer.Typer(no_args_is_help=True, help="Organizations (operator).")
+
+
+def _settings() -> Settings:
+    settings = Settings()
+    if settings.is_sqlite:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return settings
+
+
+def _run(settings: Settings, work: Callable[[Database], Awaitable[T]]) -> T:
+    async def main() -> T:
+        db = Database(settings.resolved_database_url)
+        try:
+            return await work(db)
+        finally:
+            await db.dispose()
+
+    try:
+        return asyncio.run(main())
+    except ApiError as error:
+        fail(error.message)
+    except (OSError, sa.exc.OperationalError, sa.exc.InterfaceError) as error:
+        fail(f"cannot reach the database: {error}")
+
+
+def _migrate(settings: Settings) -> None:
+    try:
+        migrations.upgrade(settings.resolved_database_url)
+    except (OSError, sa.exc.OperationalError, sa.exc.InterfaceError) as error:
+        fail(f"cannot migrate the database: {error}")
+
+
+def _bootstrap_json(new: org_service.NewOrganization, settings: Settings) -> dict[str, Any]:
+    limit = new.organization.rate_limit_per_minute or settings.default_rate_limit_per_minute
+    return {
+        "organization": OrganizationOut.of(new.organization, limit).model_dump(mode="json"),
+        "project": ProjectOut.of(new.project).model_dump(mode="json"),
+        "secretKey": new.secret_value,
+        "publicKey": new.public_value,
+    }
+
+
+def _print_bootstrap(data: dict[str, Any]) -> None:
+    typer.echo(f"organization  {data['organization']['id']}  ({data['organization']['name']})")
+    typer.echo(f"project       {data['project']['id']}  ({data['project']['name']})")
+    typer.echo(f"secret key    {data['secretKey']}")
+    typer.echo(f"public key    {data['publicKey']}")
+    if "owner" in data:
+        typer.echo(f"owner login   {data['owner']['email']} / {data['owner']['password']}")
+    typer.echo("These values are shown once and cannot be recovered; store them now.")
+
+
+def init(
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    owner_email: Annotated[str, typer.Option(help="Email of the dashboard owner login.")] = "owner@localhost",
+) -> None:
+    """Create the database, organization `default`, project `default`, the owner login and two keys."""
+    settings = _settings()
+    _migrate(settings)
+    password = users.generate_password()
+
+    async def work(db: Database) -> dict[str, Any]:
+        async with db.transaction() as conn:
+            if await org_repository.count(conn) > 0:
+                fail(
+                    "this database is already initialised; add organizations with `threadline orgs create`"
+                )
+            new = await org_service.create_organization(conn, "default")
+            owner = await users.create_owner(conn, new.organization.id, owner_email, password)
+        data = _bootstrap_json(new, settings)
+        data["owner"] = {"email": owner.email, "password": password}
+        return data
+
+    data = _run(settings, work)
+    emit_json(data) if json_output else _print_bootstrap(data)
+
+
+def migrate() -> None:
+    """Apply every pending schema migration."""
+    settings = _settings()
+    _migrate(settings)
+    typer.echo("database is up to date")
+
+
+def _check_schema(settings: Settings) -> None:
+    if not _run(settings, migrations.is_current):
+        fail(
+            "the database schema is not current: run `threadline migrate` (or `threadline init` on a new one)"
+        )
+
+
+def _serve(host: str, port: int | None, intake_port: int | None) -> None:
+    from threadline.kit.logging import configure_logging
+    from threadline.server import Listener, serve
+
+    settings = _settings()
+    configure_logging(settings.log_level)
+    _check_schema(settings)
+    api = Listener(host, port) if port is not None else None
+    intake = Listener(host, intake_port) if intake_port is not None else None
+    try:
+        import uvloop
+
+        uvloop.run(serve(settings, api, intake))
+    except ImportError:  # pragma: no cover - uvloop is a dependency on every platform we ship for
+        asyncio.run(serve(settings, api, intake))
+
+
+def serve_command(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="API port (http://HOST:PORT/v1).", min=1, max=65535)] = 8080,
+    intake_port: Annotated[
+        int, typer.Option(help="Intake port (http://HOST:PORT/v1/logs).", min=1, max=65535)
+    ] = 8081,
+) -> None:
+    """Run the API and the intake until SIGTERM or Ctrl-C, then shut down gracefully."""
+    _serve(host, port, intake_port)
+
+
+def serve_intake(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Intake port.", min=1, max=65535)] = 8081,
+) -> None:
+    """Run the intake alone, to scale it apart from the API."""
+    _serve(host, None, port)
+
+
+def create_org(
+    name: Annotated[str, typer.Argument(help="Organization name.")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Another organization, with its default project and one key of each type."""
+    settings = _settings()
+    if not name.strip() or len(name) > 200:
+        fail("the name must be 1 to 200 characters")
+
+    async def work(db: Database) -> dict[str, Any]:
+        async with db.transaction() as conn:
+            new = await org_service.create_organization(conn, name.strip())
+        return _bootstrap_json(new, settings)
+
+    data = _run(settings, work)
+    emit_json(data) if json_output else _print_bootstrap(data)
+
+
+def list_orgs(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Every organization, oldest first."""
+    settings = _settings()
+
+    async def work(db: Database) -> list[dict[str, Any]]:
+        async with db.transaction(write=False) as conn:
+            rows = (
+                (await conn.execute(sa.select(organizations).order_by(organizations.c.id))).mappings().all()
+            )
+        default = settings.default_rate_limit_per_minute
+        return [
+            {"id": r["id"], "name": r["name"], "requestsPerMinute": r["rate_limit_per_minute"] or default}
+            for r in rows
+        ]
+
+    data = _run(settings, work)
+    if json_output:
+        emit_json(data)
+        return
+    for org in data:
+        typer.echo(f"{org['id']}  {org['requestsPerMinute']:>8}/min  {org['name']}")
+
+
+def set_limit(
+    org_id: Annotated[str, typer.Argument(help="Organization id (org_…).")],
+    requests_per_minute: Annotated[int, typer.Option("--requests-per-minute", min=1, max=10_000_000)],
+) -> None:
+    """Raise or lower an organization's rate limit; running servers apply it at once."""
+    settings = _settings()
+
+    async def work(db: Database) -> None:
+        redis = connect_redis(settings)
+        signals: SignalBus = (
+            MemorySignalBus() if redis is None else RedisSignalBus(redis, settings.redis_prefix)
+        )
+        try:
+            async with db.transaction() as conn:
+                await org_service.set_rate_limit(conn, signals, org_id, requests_per_minute)
+        finally:
+            if redis is not None:
+                await redis.aclose()
+
+    _run(settings, work)
+    typer.echo(f"{org_id}: {requests_per_minute} requests per minute")
+
+
+def openapi(
+    output: Annotated[Path | None, typer.Option(help="Write here instead of standard output.")] = None,
+) -> None:
+    """Print (or write) the OpenAPI contract generated from the code."""
+    from threadline.app import create_app
+    from threadline.contract import build_contract, render
+    from threadline.telemetry.intake import create_intake_app
+
+    text = render(build_contract(create_app(), create_intake_app()))
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(init)
+    app.command()(migrate)
+    app.command("serve")(serve_command)
+    app.command("serve-intake")(serve_intake)
+    app.command()(openapi)
+    orgs.command("create")(create_org)
+    orgs.command("list")(list_orgs)
+    orgs.command("set-limit")(set_limit)
+    app.add_typer(orgs, name="orgs")

@@ -1,0 +1,37 @@
+"""Python client for the Threadline API. Imports nothing from the server package.
+
+from threadline.client import Threadline
+client = Threadline()                      # THREADLINE_API_KEY, THREADLINE_BASE_URL
+me = client.me()
+key = client.keys.create(name="ci", type="secret")
+for k in client.keys.iterate(): ...
+"""
+
+from threadline.client._client import Page, Threadline
+from threadline.client._errors import (
+    APIConnectionError,
+    APIStatusError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    InternalServerError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    ThreadlineError,
+)
+
+__all__ = [
+    "APIConnectionError",
+    "APIStatusError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConflictError",
+    "InternalServerError",
+    "NotFoundError",
+    "Page",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "Threadline",
+    "ThreadlineError",
+]

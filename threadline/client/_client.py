@@ -1,0 +1,160 @@
+"""The synchronous client: retries with jittered backoff (honouring Retry-After) on 429, 5xx and
+connection failures; everything else raises the status's exception at once."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from threadline.client._errors import APIConnectionError, ThreadlineError, error_for
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
+_RETRYABLE = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class Page:
+    data: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+class Threadline:
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        api_key = api_key or os.environ.get("THREADLINE_API_KEY")
+        if not api_key:
+            raise ThreadlineError(
+                "No API key: pass api_key or set THREADLINE_API_KEY to a secret key (sk_…)."
+            )
+        self.base_url = (base_url or os.environ.get("THREADLINE_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.max_retries = max_retries
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers={"Authorization": f"Bearer {api_key}", "User-Agent": "threadline-python"},
+            timeout=timeout,
+            transport=transport,
+        )
+        self.keys = Keys(self)
+        self.projects = Projects(self)
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = self._http.request(method, path.lstrip("/"), **kwargs)
+            except httpx.TransportError as exc:
+                if attempt == self.max_retries:
+                    raise APIConnectionError(f"Could not reach {self.base_url}: {exc}") from exc
+                time.sleep(_backoff(attempt, None))
+                continue
+            if response.status_code in _RETRYABLE and attempt < self.max_retries:
+                time.sleep(_backoff(attempt, response.headers.get("retry-after")))
+                continue
+            if response.is_success:
+                return response.json()
+            try:
+                body = response.json()
+            except ValueError:
+                body = {"message": response.text[:200]}
+            raise error_for(response.status_code, body if isinstance(body, dict) else {})
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def me(self) -> dict[str, Any]:
+        result: dict[str, Any] = self.request("GET", "/me")
+        return result
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Threadline:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def _backoff(attempt: int, retry_after: str | None) -> float:
+    if retry_after is not None and retry_after.isdigit():
+        return float(retry_after)
+    return float(min(8.0, 0.5 * 2**attempt)) * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not secrecy
+
+
+class _Resource:
+    path: str
+
+    def __init__(self, client: Threadline) -> None:
+        self._client = client
+
+    def _page(self, params: dict[str, Any]) -> Page:
+        body = self._client.request(
+            "GET", self.path, params={k: v for k, v in params.items() if v is not None}
+        )
+        return Page(data=body["data"], next_cursor=body["nextCursor"])
+
+    def _iterate(self, fetch: Callable[[str | None], Page]) -> Iterator[dict[str, Any]]:
+        cursor: str | None = None
+        while True:
+            page = fetch(cursor)
+            yield from page.data
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+
+class Keys(_Resource):
+    path = "/keys"
+
+    def create(
+        self, *, name: str, type: str, project_id: str | None = None, rate_limit_per_minute: int | None = None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": name, "type": type}
+        if project_id is not None:
+            body["projectId"] = project_id
+        if rate_limit_per_minute is not None:
+            body["rateLimitPerMinute"] = rate_limit_per_minute
+        result: dict[str, Any] = self._client.request("POST", self.path, json=body)
+        return result
+
+    def list(self, *, limit: int | None = None, cursor: str | None = None, type: str | None = None) -> Page:
+        return self._page({"limit": limit, "cursor": cursor, "type": type})
+
+    def iterate(self, *, type: str | None = None) -> Iterator[dict[str, Any]]:
+        return self._iterate(lambda cursor: self.list(limit=100, cursor=cursor, type=type))
+
+    def get(self, key_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("GET", f"{self.path}/{key_id}")
+        return result
+
+    def revoke(self, key_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("DELETE", f"{self.path}/{key_id}")
+        return result
+
+
+class Projects(_Resource):
+    path = "/projects"
+
+    def create(self, *, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("POST", self.path, json={"name": name})
+        return result
+
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Page:
+        return self._page({"limit": limit, "cursor": cursor})
+
+    def iterate(self) -> Iterator[dict[str, Any]]:
+        return self._iterate(lambda cursor: self.list(limit=100, cursor=cursor))
+
+    def get(self, project_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("GET", f"{self.path}/{project_id}")
+        return result

@@ -1,0 +1,57 @@
+"""Process configuration, read once from ``THREADLINE_*`` environment variables.
+
+Choosing the deployment shape is configuration only: ``database_url`` picks SQLite (embedded, the default) or
+PostgreSQL, and ``redis_url`` switches rate limits and cross-process signals from in-process to Redis.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_RATE_LIMIT_PER_MINUTE = 1000
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="THREADLINE_", extra="ignore", frozen=True)
+
+    data_dir: Path = Path(".threadline")
+    database_url: SecretStr | None = None
+    redis_url: SecretStr | None = None
+    redis_prefix: str = "threadline:"
+
+    default_rate_limit_per_minute: int = Field(DEFAULT_RATE_LIMIT_PER_MINUTE, ge=1)
+    # A revoked key must be refused by every process within 1 s; cached keys are re-read after this long
+    # even if no revocation signal arrived (the signal is the fast path, this is the guarantee).
+    key_cache_ttl_seconds: float = Field(0.5, gt=0, le=1.0)
+    key_usage_flush_seconds: float = Field(10.0, gt=0)
+    max_request_body_bytes: int = Field(1024 * 1024, ge=1024)
+    trust_forwarded_for: bool = False
+    access_log: bool = False
+    log_level: str = "info"
+
+    @cached_property
+    def resolved_database_url(self) -> str:
+        """The SQLAlchemy async URL; the embedded default is a SQLite file inside ``data_dir``."""
+        if self.database_url is not None:
+            return normalize_database_url(self.database_url.get_secret_value())
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'threadline.db').resolve()}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.resolved_database_url.startswith("sqlite")
+
+
+def normalize_database_url(url: str) -> str:
+    """Accept the URLs operators already have (``postgresql://``, ``sqlite:///``); pick async drivers."""
+    for plain, driver in (
+        ("postgresql://", "postgresql+asyncpg://"),
+        ("postgres://", "postgresql+asyncpg://"),
+        ("sqlite://", "sqlite+aiosqlite://"),
+    ):
+        if url.startswith(plain):
+            return driver + url[len(plain) :]
+    return url

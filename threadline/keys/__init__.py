@@ -1,0 +1,1 @@
+"""API keys: creation, hashing, revocation, and the authentication every request goes through."""

@@ -1,0 +1,180 @@
+"""Authentication and rate limiting for every versioned request, before routing.
+
+Running before the router means every ``/v1`` response, including unknown paths and errors, carries
+the rate-limit headers, and an unauthenticated caller learns nothing about which paths exist. Requests
+without a valid key (and public documents such as the contract) draw from a per-client-address bucket,
+which also throttles key guessing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, Principal
+from threadline.kit.context import RATE_LIMIT_SCOPE_KEY, request_id_of
+from threadline.kit.errors import (
+    ApiError,
+    Forbidden,
+    PayloadTooLarge,
+    TooManyRequests,
+    Unauthorized,
+    error_response,
+)
+from threadline.kit.ratelimit import Bucket
+from threadline.kit.routing import OperationIndex
+from threadline.runtime import Runtime
+
+Surface = Literal["api", "intake"]
+_PUBLIC_PREFIXES = ("/v1/openapi.json",)
+
+
+class AccessMiddleware:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        runtime: Runtime,
+        operations: OperationIndex,
+        surface: Surface,
+        public_paths: Sequence[str] = _PUBLIC_PREFIXES,
+    ) -> None:
+        self.app = app
+        self.runtime = runtime
+        self.operations = operations
+        self.surface = surface
+        self.public_paths = tuple(public_paths)
+        self.accepted_type = "secret" if surface == "api" else "public"
+        self.missing_header = "Authorization" if surface == "api" else "x-service-key"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        services = self.runtime.services
+        bearer = secret_header = public_header = content_length = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                bearer = value
+            elif name == b"x-service-secret-key":
+                secret_header = value
+            elif name == b"x-service-key":
+                public_header = value
+            elif name == b"content-length":
+                content_length = value
+
+        try:
+            limit = services.settings.max_request_body_bytes
+            if content_length is not None and (not content_length.isdigit() or int(content_length) > limit):
+                await self._limit_anonymously(scope)
+                raise PayloadTooLarge(_too_large(limit))
+            if scope["path"] in self.public_paths:
+                await self._limit_anonymously(scope)
+            else:
+                principal = await self._authenticate(scope, bearer, secret_header, public_header)
+                decision = await services.limiter.hit(
+                    (
+                        Bucket(
+                            f"{self.surface}:org:{principal.organization_id}", principal.organization_limit
+                        ),
+                        Bucket(f"{self.surface}:key:{principal.key.id}", principal.key_limit),
+                    )
+                )
+                scope[RATE_LIMIT_SCOPE_KEY] = decision.headers()
+                if not decision.allowed:
+                    raise TooManyRequests(decision.retry_after)
+                scope[PRINCIPAL_SCOPE_KEY] = principal
+        except ApiError as error:
+            response = error_response(error, self.operations.operation_id(scope), request_id_of(scope))
+            await response(scope, receive, send)
+            return
+        if content_length is None and scope["method"] not in ("GET", "HEAD"):
+            receive = _limited(receive, limit)
+        await self.app(scope, receive, send)
+
+    async def _authenticate(
+        self, scope: Scope, bearer: bytes | None, secret_header: bytes | None, public_header: bytes | None
+    ) -> Principal:
+        if self.surface == "api":
+            raw = (
+                bearer
+                if bearer is not None
+                else secret_header
+                if secret_header is not None
+                else public_header
+            )
+        else:
+            raw = public_header if public_header is not None else bearer or secret_header
+        if raw is None:
+            await self._limit_anonymously(scope)
+            raise Unauthorized(
+                f"No credential: send your key in the {self.missing_header} header.",
+                missing_context=[self.missing_header],
+            )
+        value = raw.decode("latin-1").strip()
+        if raw is bearer:
+            scheme, _, value = value.partition(" ")
+            if scheme.lower() != "bearer":
+                await self._limit_anonymously(scope)
+                raise Unauthorized("The Authorization header must be `Bearer <key>`.", reason="INVALID_KEY")
+            value = value.strip()
+        principal = await self.runtime.services.authenticator.authenticate(value)
+        if principal is None:
+            await self._limit_anonymously(scope)
+            raise Unauthorized("The key is not valid.", reason="INVALID_KEY")
+        if principal.key.revoked_at is not None:
+            await self._limit_anonymously(scope)
+            raise Unauthorized("The key has been revoked.", reason="KEY_REVOKED")
+        if principal.key.type != self.accepted_type:
+            if self.surface == "api":
+                raise Forbidden(
+                    "Public keys are for telemetry intake only; use a secret key for the API.",
+                    reason="PUBLIC_KEY_NOT_ALLOWED",
+                )
+            raise Forbidden(
+                "Secret keys are never sent to the intake; use the project's public key.",
+                reason="SECRET_KEY_NOT_ALLOWED",
+            )
+        return principal
+
+    async def _limit_anonymously(self, scope: Scope) -> None:
+        """Public documents and refused requests cost the client address a token (and may become a 429)."""
+        services = self.runtime.services
+        client = _client_address(scope, services.settings.trust_forwarded_for)
+        limit = services.settings.default_rate_limit_per_minute
+        decision = await services.limiter.hit((Bucket(f"{self.surface}:ip:{client}", limit),))
+        scope[RATE_LIMIT_SCOPE_KEY] = decision.headers()
+        if not decision.allowed:
+            raise TooManyRequests(decision.retry_after)
+
+
+def _too_large(limit: int) -> str:
+    return f"The request body is larger than the limit of {limit} bytes."
+
+
+def _client_address(scope: Scope, trust_forwarded_for: bool) -> str:
+    if trust_forwarded_for:
+        for name, value in scope["headers"]:
+            if name == b"x-forwarded-for":
+                first: str = value.decode("latin-1").split(",")[0]
+                return first.strip()
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
+def _limited(receive: Receive, limit: int) -> Receive:
+    """For bodies without Content-Length: count as they stream in and stop at the limit."""
+    received = 0
+
+    async def limited_receive() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise PayloadTooLarge(_too_large(limit))
+        return message
+
+    return limited_receive

@@ -1,0 +1,119 @@
+"""API key queries. Every query is scoped to one organization, except ``find_by_hash``, which is how an
+organization is discovered from a credential in the first place."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from threadline.keys.tables import api_keys
+from threadline.keys.tokens import KeyType
+from threadline.kit.pagination import CursorParams, fetch_cursor_page
+from threadline.organizations.repository import Organization
+from threadline.organizations.tables import organizations
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: str
+    organization_id: str
+    project_id: str | None
+    name: str
+    type: KeyType
+    last4: str
+    rate_limit_per_minute: int | None
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+_KEY_COLUMNS = [c for c in api_keys.c if c.key != "key_hash"]
+
+
+def _from_row(row: sa.RowMapping) -> ApiKey:
+    return ApiKey(**{c.key: row[c.key] for c in _KEY_COLUMNS})
+
+
+async def insert(conn: AsyncConnection, key: ApiKey, key_hash: str) -> None:
+    values = {c.key: getattr(key, c.key) for c in _KEY_COLUMNS}
+    await conn.execute(api_keys.insert().values(**values, key_hash=key_hash))
+
+
+async def find_by_hash(conn: AsyncConnection, key_hash: str) -> tuple[ApiKey, Organization] | None:
+    query = (
+        sa.select(
+            *_KEY_COLUMNS,
+            organizations.c.name.label("org_name"),
+            organizations.c.rate_limit_per_minute.label("org_rate_limit"),
+            organizations.c.created_at.label("org_created_at"),
+        )
+        .join(organizations, organizations.c.id == api_keys.c.organization_id)
+        .where(api_keys.c.key_hash == key_hash)
+    )
+    row = (await conn.execute(query)).mappings().first()
+    if row is None:
+        return None
+    org = Organization(
+        id=row["organization_id"],
+        name=row["org_name"],
+        rate_limit_per_minute=row["org_rate_limit"],
+        created_at=row["org_created_at"],
+    )
+    return _from_row(row), org
+
+
+async def record_usage(conn: AsyncConnection, used: Mapping[str, datetime]) -> None:
+    if not used:
+        return
+    statement = (
+        api_keys.update()
+        .where(
+            api_keys.c.id == sa.bindparam("key_id"),
+            sa.or_(api_keys.c.last_used_at.is_(None), api_keys.c.last_used_at < sa.bindparam("used_at")),
+        )
+        .values(last_used_at=sa.bindparam("used_at"))
+    )
+    await conn.execute(statement, [{"key_id": k, "used_at": t} for k, t in sorted(used.items())])
+
+
+class KeyRepository:
+    def __init__(self, conn: AsyncConnection, organization_id: str) -> None:
+        self._conn = conn
+        self._organization_id = organization_id
+
+    def _scoped(self) -> sa.Select[tuple[object, ...]]:
+        return sa.select(*_KEY_COLUMNS).where(api_keys.c.organization_id == self._organization_id)
+
+    async def get(self, key_id: str) -> ApiKey | None:
+        row = (await self._conn.execute(self._scoped().where(api_keys.c.id == key_id))).mappings().first()
+        return _from_row(row) if row else None
+
+    async def get_hash(self, key_id: str) -> str | None:
+        query = sa.select(api_keys.c.key_hash).where(
+            api_keys.c.id == key_id, api_keys.c.organization_id == self._organization_id
+        )
+        return (await self._conn.execute(query)).scalar_one_or_none()
+
+    async def page(
+        self, params: CursorParams, key_type: KeyType | None = None
+    ) -> tuple[Sequence[ApiKey], str | None]:
+        query = self._scoped()
+        if key_type is not None:
+            query = query.where(api_keys.c.type == key_type)
+        rows, next_cursor = await fetch_cursor_page(self._conn, query, api_keys.c.id, params)
+        return [_from_row(row._mapping) for row in rows], next_cursor
+
+    async def revoke(self, key_id: str, at: datetime) -> None:
+        await self._conn.execute(
+            api_keys.update()
+            .where(
+                api_keys.c.id == key_id,
+                api_keys.c.organization_id == self._organization_id,
+                api_keys.c.revoked_at.is_(None),
+            )
+            .values(revoked_at=at)
+        )

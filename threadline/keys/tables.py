@@ -1,0 +1,29 @@
+import sqlalchemy as sa
+
+from threadline.kit.db import UtcDateTime
+from threadline.storage.metadata import metadata
+
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column(
+        "organization_id",
+        sa.String(40),
+        sa.ForeignKey("organizations.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("project_id", sa.String(40), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("type", sa.String(10), nullable=False),
+    # SHA-256 of the full key value, hex. The value itself is never stored.
+    sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("last4", sa.String(4), nullable=False),
+    sa.Column("rate_limit_per_minute", sa.Integer, nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("last_used_at", UtcDateTime, nullable=True),
+    sa.Column("revoked_at", UtcDateTime, nullable=True),
+    sa.CheckConstraint("type IN ('public', 'secret')", name="type"),
+    sa.CheckConstraint("(type = 'public') = (project_id IS NOT NULL)", name="project_scope"),
+    sa.Index(None, "organization_id", "id"),
+)

@@ -1,0 +1,1 @@
+"""Shared building blocks every domain uses: ids, errors, pagination, storage access, limits, signals."""

@@ -1,0 +1,64 @@
+"""The outermost middleware: a request id on every response, the rate-limit headers decided further in,
+and the last line of defence that turns any unhandled exception into a 500 envelope without internals."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from threadline.kit.errors import InternalError, error_response
+from threadline.kit.ids import new_id
+from threadline.kit.routing import OperationIndex
+
+log = logging.getLogger("threadline.request")
+
+REQUEST_ID_SCOPE_KEY = "threadline.request_id"
+RATE_LIMIT_SCOPE_KEY = "threadline.ratelimit_headers"
+_INCOMING_ID = re.compile(rb"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+def request_id_of(scope: Scope) -> str | None:
+    value = scope.get(REQUEST_ID_SCOPE_KEY)
+    return value if isinstance(value, str) else None
+
+
+class RequestContextMiddleware:
+    def __init__(self, app: ASGIApp, operations: OperationIndex) -> None:
+        self.app = app
+        self.operations = operations
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = None
+        for name, value in scope["headers"]:
+            if name == b"x-request-id" and _INCOMING_ID.match(value):
+                request_id = value.decode()
+                break
+        if request_id is None:
+            request_id = new_id("req")
+        scope[REQUEST_ID_SCOPE_KEY] = request_id
+        id_header = (b"x-request-id", request_id.encode())
+        started = False
+
+        async def send_with_context(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = list(message.get("headers", ()))
+                headers.append(id_header)
+                headers.extend(scope.get(RATE_LIMIT_SCOPE_KEY, ()))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_context)
+        except Exception:
+            log.exception("unhandled error in %s %s [%s]", scope["method"], scope["path"], request_id)
+            if started:
+                raise
+            response = error_response(InternalError(), self.operations.operation_id(scope), request_id)
+            await response(scope, receive, send_with_context)

@@ -1,0 +1,117 @@
+"""One SQLAlchemy Core layer over both storage shapes.
+
+SQLite needs two things PostgreSQL does not: WAL and durability pragmas on every connection, and write
+transactions that take the write lock up front (``BEGIN IMMEDIATE``). A deferred transaction that reads and
+then writes can fail with SQLITE_BUSY at the upgrade, which ``busy_timeout`` does not retry; taking the lock
+first makes writers queue instead. Reads stay deferred so they never wait for a writer (WAL).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import ConnectionPoolEntry
+
+log = logging.getLogger(__name__)
+
+_WRITE_OPTION = "threadline_write"
+_AFTER_COMMIT = "threadline_after_commit"
+AfterCommit = Callable[[], Awaitable[None]]
+
+
+def after_commit(conn: AsyncConnection, callback: AfterCommit) -> None:
+    """Run ``callback`` once the current transaction has committed (never if it rolls back).
+
+    For telling other processes about a change: announced earlier, they could re-read the old row."""
+    conn.info[_AFTER_COMMIT].append(callback)
+
+
+class UtcDateTime(sa.types.TypeDecorator[datetime]):
+    """Timezone-aware UTC in and out, whatever the dialect keeps (SQLite has no time zones)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are not stored; use kit.clock.utcnow()")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+JsonType = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+
+class Database:
+    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        kwargs: dict[str, Any] = {}
+        if not self.is_sqlite:
+            kwargs = {"pool_size": pool_size, "max_overflow": pool_size, "pool_pre_ping": True}
+        self.engine: AsyncEngine = create_async_engine(url, **kwargs)
+        if self.is_sqlite:
+            _install_sqlite_hooks(self.engine)
+
+    @asynccontextmanager
+    async def transaction(self, *, write: bool = True) -> AsyncIterator[AsyncConnection]:
+        """Commit on normal exit, roll back on any exception; the only place a transaction ends."""
+        async with self.engine.connect() as conn:
+            if write:
+                await conn.execution_options(**{_WRITE_OPTION: True})
+            callbacks: list[AfterCommit] = []
+            conn.info[_AFTER_COMMIT] = callbacks
+            try:
+                async with conn.begin():
+                    yield conn
+            finally:
+                conn.info.pop(_AFTER_COMMIT, None)
+        for callback in callbacks:
+            try:
+                await callback()
+            except Exception:
+                log.exception("after-commit callback failed")
+
+    async def ping(self) -> None:
+        async with self.engine.connect() as conn:
+            await conn.execute(sa.text("SELECT 1"))
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+def _install_sqlite_hooks(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        # Autocommit at the driver level: SQLAlchemy's "begin" hook below emits BEGIN itself.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        for pragma in (
+            "PRAGMA journal_mode=WAL",
+            "PRAGMA synchronous=FULL",
+            "PRAGMA foreign_keys=ON",
+            "PRAGMA busy_timeout=10000",
+        ):
+            cursor.execute(pragma)
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        write = conn.get_execution_options().get(_WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")

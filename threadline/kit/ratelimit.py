@@ -1,0 +1,159 @@
+"""Token buckets: one interface, an in-process implementation and a Redis one.
+
+A bucket holds up to ``limit`` tokens (the per-minute limit, so a full minute's budget may arrive as a
+burst) and refills continuously at ``limit / 60`` tokens per second. A request takes one token from every
+bucket it names (organization and key) or from none: a request refused by one bucket costs nothing in the
+other. The headers describe the tighter bucket. The Redis implementation runs the whole check as one
+script on the server's clock, so any number of API processes share one budget and never race.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from redis.asyncio import Redis
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    key: str
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_at: int
+    retry_after: int
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return [
+            (b"x-ratelimit-limit", str(self.limit).encode()),
+            (b"x-ratelimit-remaining", str(self.remaining).encode()),
+            (b"x-ratelimit-reset", str(self.reset_at).encode()),
+        ]
+
+
+class RateLimiter(Protocol):
+    async def hit(self, buckets: Sequence[Bucket]) -> Decision: ...
+
+    async def aclose(self) -> None: ...
+
+
+def _decide(buckets: Sequence[Bucket], tokens: Sequence[float], now: float) -> tuple[Decision, list[float]]:
+    """Shared arithmetic for the in-process limiter (the Lua script mirrors it line for line)."""
+    allowed = all(t >= 1 for t in tokens)
+    after = [t - 1 for t in tokens] if allowed else list(tokens)
+    retry_after = 0.0
+    for bucket, t in zip(buckets, after, strict=True):
+        if t < 1 and not allowed:
+            retry_after = max(retry_after, (1 - t) * 60 / bucket.limit)
+    tight = min(range(len(buckets)), key=lambda i: (math.floor(after[i]), buckets[i].limit))
+    bucket = buckets[tight]
+    refill_seconds = (bucket.limit - after[tight]) * 60 / bucket.limit
+    decision = Decision(
+        allowed=allowed,
+        limit=bucket.limit,
+        remaining=max(0, math.floor(after[tight])),
+        reset_at=math.ceil(now + refill_seconds),
+        retry_after=math.ceil(retry_after),
+    )
+    return decision, after
+
+
+class MemoryRateLimiter:
+    """For one process (the embedded shape). Idle full buckets are swept so memory stays bounded."""
+
+    _SWEEP_EVERY = 10_000
+
+    def __init__(self) -> None:
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._hits = 0
+
+    async def hit(self, buckets: Sequence[Bucket]) -> Decision:
+        now = time.time()
+        tokens = []
+        for bucket in buckets:
+            level, stamp = self._buckets.get(bucket.key, (float(bucket.limit), now))
+            tokens.append(min(float(bucket.limit), level + max(0.0, now - stamp) * bucket.limit / 60))
+        decision, after = _decide(buckets, tokens, now)
+        for bucket, level in zip(buckets, after, strict=True):
+            self._buckets[bucket.key] = (level, now)
+        self._hits += 1
+        if self._hits % self._SWEEP_EVERY == 0:
+            self._sweep(now)
+        return decision
+
+    def _sweep(self, now: float) -> None:
+        # A bucket untouched for over a minute is full again whatever its limit; forgetting it is exact.
+        self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < 60}
+
+    async def aclose(self) -> None:
+        self._buckets.clear()
+
+
+# KEYS: bucket keys. ARGV: one limit per key. Returns {allowed, limit, remaining, reset_ms, retry_ms}.
+_LUA = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = #KEYS
+local tokens = {}
+local allowed = 1
+for i = 1, n do
+  local cap = tonumber(ARGV[i])
+  local v = redis.call('HMGET', KEYS[i], 't', 'ts')
+  local level = tonumber(v[1])
+  local stamp = tonumber(v[2])
+  if level == nil or stamp == nil then level = cap; stamp = now end
+  level = math.min(cap, level + math.max(0, now - stamp) * cap / 60000)
+  tokens[i] = level
+  if level < 1 then allowed = 0 end
+end
+local retry = 0
+local tight = 1
+for i = 1, n do
+  local cap = tonumber(ARGV[i])
+  if allowed == 1 then tokens[i] = tokens[i] - 1 end
+  redis.call('HSET', KEYS[i], 't', tostring(tokens[i]), 'ts', tostring(now))
+  redis.call('PEXPIRE', KEYS[i], math.ceil((cap - tokens[i]) * 60000 / cap) + 1000)
+  if allowed == 0 and tokens[i] < 1 then
+    retry = math.max(retry, math.ceil((1 - tokens[i]) * 60000 / cap))
+  end
+  local ft, fb = math.floor(tokens[i]), math.floor(tokens[tight])
+  if ft < fb or (ft == fb and cap < tonumber(ARGV[tight])) then tight = i end
+end
+local cap = tonumber(ARGV[tight])
+local reset = now + math.ceil((cap - tokens[tight]) * 60000 / cap)
+return {allowed, cap, math.max(0, math.floor(tokens[tight])), reset, retry}
+"""
+
+
+class RedisRateLimiter:
+    """Shared by every process pointed at the same Redis and prefix; one script call per check."""
+
+    def __init__(self, redis: Redis, prefix: str) -> None:
+        self._redis = redis
+        self._prefix = prefix + "rl:"
+        self._script = redis.register_script(_LUA)
+
+    async def hit(self, buckets: Sequence[Bucket]) -> Decision:
+        keys = [self._prefix + b.key for b in buckets]
+        allowed, limit, remaining, reset_ms, retry_ms = await self._script(
+            keys=keys, args=[b.limit for b in buckets]
+        )
+        return Decision(
+            allowed=bool(allowed),
+            limit=int(limit),
+            remaining=int(remaining),
+            reset_at=math.ceil(int(reset_ms) / 1000),
+            retry_after=math.ceil(int(retry_ms) / 1000),
+        )
+
+    async def aclose(self) -> None:
+        """The Redis connection belongs to the caller."""

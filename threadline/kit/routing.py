@@ -1,0 +1,42 @@
+"""Naming the operation a request addressed, for error bodies, wherever the error is written.
+
+Authentication and body limits answer before the router runs, so the lookup cannot rely on routing
+having happened; an index of path patterns and methods is built once, on the first error that needs it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from fastapi.routing import iter_route_contexts
+from starlette.routing import BaseRoute, compile_path
+from starlette.types import Scope
+
+from threadline.kit.errors import UNKNOWN_OPERATION
+
+
+class OperationIndex:
+    def __init__(self, routes: Sequence[BaseRoute]) -> None:
+        self._routes = routes
+        self._entries: list[tuple[re.Pattern[str], frozenset[str], str]] | None = None
+
+    def _build(self) -> list[tuple[re.Pattern[str], frozenset[str], str]]:
+        entries = []
+        for context in iter_route_contexts(self._routes):
+            operation_id = getattr(context, "operation_id", None)
+            if operation_id and context.path_format and context.methods:
+                pattern, _, _ = compile_path(context.path_format)
+                entries.append((pattern, frozenset(context.methods), operation_id))
+        return entries
+
+    def operation_id(self, scope: Scope) -> str:
+        """The operation's id, or ``unknown`` for a path or method that matches no operation."""
+        if self._entries is None:
+            self._entries = self._build()
+        path, method = scope["path"], scope["method"]
+        method = "GET" if method == "HEAD" else method
+        for pattern, methods, operation_id in self._entries:
+            if method in methods and pattern.match(path):
+                return operation_id
+        return UNKNOWN_OPERATION

@@ -1,0 +1,1 @@
+"""The current identity: which organization and which key a credential stands for."""

@@ -1,0 +1,1 @@
+"""Organizations: the tenant boundary every query is scoped to."""

@@ -1,0 +1,54 @@
+"""Creating tenants and changing their operator-set limits (CLI only: no API caller can do either)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from threadline.keys.auth import ORG_UPDATED
+from threadline.keys.repository import ApiKey
+from threadline.keys.service import create_key
+from threadline.kit.db import after_commit
+from threadline.kit.errors import NotFound
+from threadline.kit.signals import SignalBus
+from threadline.organizations import repository
+from threadline.organizations.repository import Organization
+from threadline.projects.repository import Project
+from threadline.projects.service import create_project
+
+
+@dataclass(frozen=True, slots=True)
+class NewOrganization:
+    organization: Organization
+    project: Project
+    secret_key: ApiKey
+    secret_value: str
+    public_key: ApiKey
+    public_value: str
+
+
+async def create_organization(conn: AsyncConnection, name: str) -> NewOrganization:
+    """An organization ready to use: its ``default`` project and one key of each type."""
+    org = await repository.insert(conn, name)
+    project = await create_project(conn, org.id, "default")
+    secret, secret_value = await create_key(conn, org.id, name="default secret key", key_type="secret")
+    public, public_value = await create_key(
+        conn, org.id, name="default public key", key_type="public", project_id=project.id
+    )
+    return NewOrganization(org, project, secret, secret_value, public, public_value)
+
+
+async def set_rate_limit(
+    conn: AsyncConnection, signals: SignalBus, organization_id: str, per_minute: int
+) -> Organization:
+    if not await repository.set_rate_limit(conn, organization_id, per_minute):
+        raise NotFound(f"Organization {organization_id} was not found.")
+
+    async def announce() -> None:
+        await signals.publish(ORG_UPDATED, organization_id)
+
+    after_commit(conn, announce)
+    org = await repository.get(conn, organization_id)
+    assert org is not None
+    return org

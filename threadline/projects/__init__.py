@@ -1,0 +1,1 @@
+"""Projects: the scope of a public key and of the telemetry it sends."""

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from threadline.keys.auth import SecretKeyAuth
+from threadline.kit.deps import ConnDep, CursorDep
+from threadline.kit.openapi import AUTHENTICATED, errors
+from threadline.kit.pagination import CursorPage
+from threadline.projects import service
+from threadline.projects.schemas import ProjectCreate, ProjectOut
+
+router = APIRouter(prefix="/projects", tags=["projects"])
+
+
+@router.get(
+    "",
+    operation_id="projects.list",
+    response_model=CursorPage[ProjectOut],
+    responses=errors(400, *AUTHENTICATED),
+)
+async def list_projects(principal: SecretKeyAuth, conn: ConnDep, page: CursorDep) -> CursorPage[ProjectOut]:
+    """The organization's projects, newest first."""
+    projects, next_cursor = await service.list_projects(conn, principal.organization_id, page)
+    return CursorPage(data=[ProjectOut.of(p) for p in projects], next_cursor=next_cursor)
+
+
+@router.post(
+    "",
+    operation_id="projects.create",
+    status_code=201,
+    response_model=ProjectOut,
+    responses=errors(400, 413, *AUTHENTICATED),
+)
+async def create_project(body: ProjectCreate, principal: SecretKeyAuth, conn: ConnDep) -> ProjectOut:
+    return ProjectOut.of(await service.create_project(conn, principal.organization_id, body.name))
+
+
+@router.get(
+    "/{projectId}",
+    operation_id="projects.get",
+    response_model=ProjectOut,
+    responses=errors(404, *AUTHENTICATED),
+)
+async def get_project(projectId: str, principal: SecretKeyAuth, conn: ConnDep) -> ProjectOut:
+    return ProjectOut.of(await service.get_project(conn, principal.organization_id, projectId))

@@ -1,0 +1,71 @@
+"""Running the API and the intake on their ports, in one process and one event loop, sharing one set of
+services (database pool, caches, limiter). SIGTERM and Ctrl-C stop both gracefully: listeners close,
+requests in flight finish (their transactions commit before they are answered), then services close."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from dataclasses import dataclass
+
+import uvicorn
+
+from threadline.app import create_app
+from threadline.config import Settings
+from threadline.runtime import open_services
+from threadline.telemetry.intake import create_intake_app
+
+
+@dataclass(frozen=True)
+class Listener:
+    host: str
+    port: int
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's own signal handling is per server; ours stops every server of the process at once."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):  # type: ignore[no-untyped-def]
+        yield
+
+
+def _config(app: object, listener: Listener, settings: Settings) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        host=listener.host,
+        port=listener.port,
+        lifespan="on",
+        access_log=settings.access_log,
+        log_config=None,
+        timeout_graceful_shutdown=30,
+        server_header=False,
+    )
+
+
+async def serve(settings: Settings, api: Listener | None, intake: Listener | None) -> None:
+    async with open_services(settings) as services:
+        servers = []
+        if api is not None:
+            servers.append(_Server(_config(create_app(settings, services), api, settings)))
+        if intake is not None:
+            servers.append(_Server(_config(create_intake_app(settings, services), intake, settings)))
+
+        def stop() -> None:
+            for server in servers:
+                server.should_exit = True
+
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop)
+        try:
+            results = await asyncio.gather(*(s.serve() for s in servers), return_exceptions=True)
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            raise failures[0]
+        if any(not s.started for s in servers):
+            raise SystemExit(1)  # a port was taken: uvicorn has logged which

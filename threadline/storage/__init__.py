@@ -1,0 +1,1 @@
+"""Schema and migrations shared by every domain."""

@@ -1,0 +1,37 @@
+"""Alembic environment: runs migrations on the same engine setup (and SQLite pragmas) as the service."""
+
+from __future__ import annotations
+
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from threadline.kit.db import Database
+from threadline.storage.tables import metadata
+
+config = context.config
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_async(url: str) -> None:
+    database = Database(url)
+    try:
+        async with database.engine.connect() as conn:
+            await conn.run_sync(_run)
+            await conn.commit()
+    finally:
+        await database.dispose()
+
+
+asyncio.run(_run_async(config.get_main_option("sqlalchemy.url") or ""))

@@ -1,0 +1,1 @@
+"""Dashboard logins (the owner created by `threadline init`)."""
