@@ -63,7 +63,9 @@ class ServerProcess:
         return self.process.wait(timeout=timeout)
 
 
-def threadline(*args: str, env: dict[str, str], check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def threadline(
+    *args: str, env: dict[str, str], check: bool = True, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     """Run the installed CLI exactly as an operator would."""
     result = subprocess.run(
         [sys.executable, "-m", "threadline", *args], env=env, capture_output=True, text=True, timeout=timeout
@@ -78,7 +80,17 @@ def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 20
     """``threadline serve`` on free ports, waited for until /readyz answers; stopped with SIGTERM."""
     api_port, intake_port = free_port(), free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "threadline", "serve", "--port", str(api_port), "--intake-port", str(intake_port), *extra],
+        [
+            sys.executable,
+            "-m",
+            "threadline",
+            "serve",
+            "--port",
+            str(api_port),
+            "--intake-port",
+            str(intake_port),
+            *extra,
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

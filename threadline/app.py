@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from fastapi.responses import Response
 
 from threadline import docs, health
-from threadline.assembly import assemble
+from threadline.assembly import assemble, mount_routes
 from threadline.config import Settings
 from threadline.contract import build_contract, render
 from threadline.keys.endpoints import router as keys_router
@@ -19,12 +19,7 @@ from threadline.telemetry.intake import create_intake_app
 def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
     settings = settings or Settings()
     app = assemble("Threadline API", "api", settings, services)
-    v1 = APIRouter(prefix="/v1")
-    for router in (me_router, keys_router, projects_router):
-        v1.include_router(router)
-    app.include_router(v1)
-    app.include_router(health.router)
-    app.include_router(docs.router)
+    mount_routes(app, me_router, keys_router, projects_router, health.router, docs.router)
     app.mount("/docs/assets", docs.assets, name="docs-assets")
     contract: list[bytes] = []
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_RATE_LIMIT_PER_MINUTE = 1000
@@ -32,6 +32,12 @@ class Settings(BaseSettings):
     trust_forwarded_for: bool = False
     access_log: bool = False
     log_level: str = "info"
+
+    @field_validator("database_url", "redis_url", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        """``THREADLINE_REDIS_URL=`` in a shell or compose file means "not set", not "an empty URL"."""
+        return None if isinstance(value, str) and not value.strip() else value
 
     @cached_property
     def resolved_database_url(self) -> str:

@@ -28,22 +28,64 @@ _HEADERS = {
 
 
 def _document_headers(schema: dict[str, Any]) -> None:
+    """Every /v1 response carries the same headers: declared once, referenced everywhere."""
+    components = schema.setdefault("components", {})
+    components["headers"] = {
+        name: {"description": description, "schema": {"type": "integer" if "Rate" in name else "string"}}
+        for name, description in _HEADERS.items()
+    }
+    components["headers"]["Retry-After"] = {"description": "Seconds to wait.", "schema": {"type": "integer"}}
     for path, item in schema["paths"].items():
         if not path.startswith("/v1/"):
             continue
         for operation in item.values():
             for status, response in operation.get("responses", {}).items():
-                headers = response.setdefault("headers", {})
-                for name, description in _HEADERS.items():
-                    headers[name] = {
-                        "description": description,
-                        "schema": {"type": "integer" if "Rate" in name else "string"},
-                    }
-                if status == "429":
-                    headers["Retry-After"] = {
-                        "description": "Seconds to wait.",
-                        "schema": {"type": "integer"},
-                    }
+                names = [*_HEADERS, "Retry-After"] if status == "429" else list(_HEADERS)
+                response["headers"] = {n: {"$ref": f"#/components/headers/{n}"} for n in names}
+
+
+SECURITY_SCHEMES = {
+    "secretKey": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "`Authorization: Bearer sk_…` (secret key).",
+    },
+    "secretKeyHeader": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "x-service-secret-key",
+        "description": "`x-service-secret-key: sk_…`, the key guide's alternative form.",
+    },
+    "publicKey": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "x-service-key",
+        "description": "`x-service-key: pk_…`.",
+    },
+}
+
+
+def _document_security(schema: dict[str, Any], intake_paths: set[str]) -> None:
+    """Authentication happens in middleware, before routing; the contract still says who may call what."""
+    schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
+    for path, item in schema["paths"].items():
+        if not path.startswith("/v1/"):
+            continue
+        for operation in item.values():
+            if "servers" in operation and path in intake_paths:
+                operation["security"] = [{"publicKey": []}]
+            else:
+                operation["security"] = [{"secretKey": []}, {"secretKeyHeader": []}]
+
+
+def _drop_422(schema: dict[str, Any]) -> None:
+    """Validation failures are 400 here (never FastAPI's 422): the contract says so."""
+    for item in schema["paths"].values():
+        for operation in item.values():
+            operation.get("responses", {}).pop("422", None)
+    schemas = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
 
 
 def build_contract(api: FastAPI, intake: FastAPI) -> dict[str, Any]:
@@ -51,11 +93,15 @@ def build_contract(api: FastAPI, intake: FastAPI) -> dict[str, Any]:
     schema["servers"] = [API_SERVER]
     intake_schema = get_openapi(title=TITLE, version=__version__, routes=intake.routes)
     for path, item in intake_schema["paths"].items():
+        if not path.startswith("/v1/"):
+            continue  # the intake's own probes are the API's, documented once
         for method, operation in item.items():
             operation["servers"] = [INTAKE_SERVER]
             schema["paths"].setdefault(path, {})[method] = operation
     for section, entries in intake_schema.get("components", {}).items():
         schema.setdefault("components", {}).setdefault(section, {}).update(entries)
+    _drop_422(schema)
+    _document_security(schema, set(intake_schema["paths"]))
     _document_headers(schema)
     return schema
 

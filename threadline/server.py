@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 from dataclasses import dataclass
 
@@ -51,6 +52,11 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
             servers.append(_Server(_config(create_app(settings, services), api, settings)))
         if intake is not None:
             servers.append(_Server(_config(create_intake_app(settings, services), intake, settings)))
+
+        # Everything built so far lives as long as the process. Freezing it keeps the collector from
+        # re-scanning that large, permanent heap on every full collection (tens of milliseconds each).
+        gc.collect()
+        gc.freeze()
 
         def stop() -> None:
             for server in servers:

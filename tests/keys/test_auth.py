@@ -9,7 +9,6 @@ from tests.support import Tenant
 from threadline.keys.tokens import generate_key
 
 
-
 def assert_error(
     response: httpx.Response,
     status: int,
@@ -43,7 +42,9 @@ class TestSecretKeyForms:
         assert response.json()["key"]["id"] == tenant.created.secret_key.id
 
     async def test_bearer_scheme_is_case_insensitive(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
-        response = await client.get("/v1/me", headers={"Authorization": f"bearer {tenant.created.secret_value}"})
+        response = await client.get(
+            "/v1/me", headers={"Authorization": f"bearer {tenant.created.secret_value}"}
+        )
         assert response.status_code == 200
 
 
@@ -56,8 +57,12 @@ class TestRefusals:
         response = await client.get("/v1/keys", headers={"Authorization": f"Bearer {generate_key('secret')}"})
         assert_error(response, 401, "UNAUTHORIZED", operation_id="keys.list", reason="INVALID_KEY")
 
-    @pytest.mark.parametrize("value", ["Bearer", "Bearer nope", "Basic abc", "Bearer sk_short", "sk_" + "a" * 40])
-    async def test_malformed_credential_is_401_invalid_key(self, client: httpx.AsyncClient, value: str) -> None:
+    @pytest.mark.parametrize(
+        "value", ["Bearer", "Bearer nope", "Basic abc", "Bearer sk_short", "sk_" + "a" * 40]
+    )
+    async def test_malformed_credential_is_401_invalid_key(
+        self, client: httpx.AsyncClient, value: str
+    ) -> None:
         response = await client.get("/v1/projects", headers={"Authorization": value})
         assert_error(response, 401, "UNAUTHORIZED", operation_id="projects.list", reason="INVALID_KEY")
 
@@ -83,5 +88,7 @@ class TestRefusals:
         assert_error(response, 401, "UNAUTHORIZED", operation_id="unknown", missing=["Authorization"])
 
     async def test_a_key_is_never_echoed_in_errors(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
-        response = await client.get("/v1/me", headers={"Authorization": f"Bearer {tenant.created.public_value}"})
+        response = await client.get(
+            "/v1/me", headers={"Authorization": f"Bearer {tenant.created.public_value}"}
+        )
         assert tenant.created.public_value not in response.text

@@ -14,7 +14,6 @@ from threadline.runtime import Services
 from threadline.telemetry.intake import create_intake_app
 
 
-
 @pytest.fixture
 async def intake(settings: Settings, services: Services) -> AsyncIterator[httpx.AsyncClient]:
     app = create_intake_app(settings, services)
@@ -24,7 +23,9 @@ async def intake(settings: Settings, services: Services) -> AsyncIterator[httpx.
             yield http
 
 
-@pytest.mark.parametrize(("path", "operation_id"), [("/v1/logs", "logs.ingest"), ("/v1/events", "events.ingest")])
+@pytest.mark.parametrize(
+    ("path", "operation_id"), [("/v1/logs", "logs.ingest"), ("/v1/events", "events.ingest")]
+)
 class TestIntakeAuthentication:
     async def test_no_key_is_401_naming_the_header(
         self, intake: httpx.AsyncClient, path: str, operation_id: str
@@ -37,10 +38,17 @@ class TestIntakeAuthentication:
     ) -> None:
         for headers in ({"x-service-key": tenant.created.secret_value}, tenant.secret):
             response = await intake.post(path, json={"message": "hi"}, headers=headers)
-            assert_error(response, 403, "FORBIDDEN", operation_id=operation_id, reason="SECRET_KEY_NOT_ALLOWED")
+            assert_error(
+                response, 403, "FORBIDDEN", operation_id=operation_id, reason="SECRET_KEY_NOT_ALLOWED"
+            )
 
     async def test_revoked_public_key_is_401(
-        self, intake: httpx.AsyncClient, client: httpx.AsyncClient, tenant: Tenant, path: str, operation_id: str
+        self,
+        intake: httpx.AsyncClient,
+        client: httpx.AsyncClient,
+        tenant: Tenant,
+        path: str,
+        operation_id: str,
     ) -> None:
         revoked = await client.delete(f"/v1/keys/{tenant.created.public_key.id}", headers=tenant.secret)
         assert revoked.status_code == 200

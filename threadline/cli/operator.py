@@ -90,9 +90,7 @@ def init(
     async def work(db: Database) -> dict[str, Any]:
         async with db.transaction() as conn:
             if await org_repository.count(conn) > 0:
-                fail(
-                    "this database is already initialised; add organizations with `threadline orgs create`"
-                )
+                fail("this database is already initialised; add organizations with `threadline orgs create`")
             new = await org_service.create_organization(conn, "default")
             owner = await users.create_owner(conn, new.organization.id, owner_email, password)
         data = _bootstrap_json(new, settings)

@@ -2,30 +2,30 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from threadline.keys import service
-from threadline.keys.auth import SecretKeyAuth
+from threadline.keys.auth import principal_of
 from threadline.keys.schemas import KeyCreate, KeyCreated, KeyOut
 from threadline.keys.tokens import KeyType
 from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
 
-router = APIRouter(prefix="/keys", tags=["keys"])
+router = APIRouter(prefix="/v1/keys", tags=["keys"])
 
 
 @router.get(
     "", operation_id="keys.list", response_model=CursorPage[KeyOut], responses=errors(400, *AUTHENTICATED)
 )
 async def list_keys(
-    principal: SecretKeyAuth,
+    request: Request,
     conn: ConnDep,
     page: CursorDep,
     type: Annotated[KeyType | None, Query(description="Only keys of this type.")] = None,
 ) -> CursorPage[KeyOut]:
     """The organization's keys, newest first, revoked ones included. Values are never shown again."""
-    keys, next_cursor = await service.list_keys(conn, principal.organization_id, page, type)
+    keys, next_cursor = await service.list_keys(conn, principal_of(request).organization_id, page, type)
     return CursorPage(data=[KeyOut.of(k) for k in keys], next_cursor=next_cursor)
 
 
@@ -36,11 +36,11 @@ async def list_keys(
     response_model=KeyCreated,
     responses=errors(400, 404, 413, *AUTHENTICATED),
 )
-async def create_key(body: KeyCreate, principal: SecretKeyAuth, conn: ConnDep) -> KeyCreated:
+async def create_key(body: KeyCreate, request: Request, conn: ConnDep) -> KeyCreated:
     """Creates a key and returns its full value in `key`, this once; only a hash is stored."""
     key, value = await service.create_key(
         conn,
-        principal.organization_id,
+        principal_of(request).organization_id,
         name=body.name,
         key_type=body.type,
         project_id=body.project_id,
@@ -50,8 +50,8 @@ async def create_key(body: KeyCreate, principal: SecretKeyAuth, conn: ConnDep) -
 
 
 @router.get("/{keyId}", operation_id="keys.get", response_model=KeyOut, responses=errors(404, *AUTHENTICATED))
-async def get_key(keyId: str, principal: SecretKeyAuth, conn: ConnDep) -> KeyOut:
-    return KeyOut.of(await service.get_key(conn, principal.organization_id, keyId))
+async def get_key(keyId: str, request: Request, conn: ConnDep) -> KeyOut:
+    return KeyOut.of(await service.get_key(conn, principal_of(request).organization_id, keyId))
 
 
 @router.delete(
@@ -59,10 +59,10 @@ async def get_key(keyId: str, principal: SecretKeyAuth, conn: ConnDep) -> KeyOut
 )
 async def revoke_key(
     keyId: str,
-    principal: SecretKeyAuth,
+    request: Request,
     conn: ConnDep,
     services: ServicesDep,
 ) -> KeyOut:
     """Revokes the key (idempotent). Every process refuses it within a second; the record stays listed."""
-    key = await service.revoke_key(conn, services.signals, principal.organization_id, keyId)
+    key = await service.revoke_key(conn, services.signals, principal_of(request).organization_id, keyId)
     return KeyOut.of(key)

@@ -48,6 +48,7 @@ class AccessMiddleware:
         self.public_paths = tuple(public_paths)
         self.accepted_type = "secret" if surface == "api" else "public"
         self.missing_header = "Authorization" if surface == "api" else "x-service-key"
+        self._memo_key = f"{surface}.buckets"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
@@ -74,14 +75,7 @@ class AccessMiddleware:
                 await self._limit_anonymously(scope)
             else:
                 principal = await self._authenticate(scope, bearer, secret_header, public_header)
-                decision = await services.limiter.hit(
-                    (
-                        Bucket(
-                            f"{self.surface}:org:{principal.organization_id}", principal.organization_limit
-                        ),
-                        Bucket(f"{self.surface}:key:{principal.key.id}", principal.key_limit),
-                    )
-                )
+                decision = await services.limiter.hit(self._buckets(principal))
                 scope[RATE_LIMIT_SCOPE_KEY] = decision.headers()
                 if not decision.allowed:
                     raise TooManyRequests(decision.retry_after)
@@ -93,6 +87,22 @@ class AccessMiddleware:
         if content_length is None and scope["method"] not in ("GET", "HEAD"):
             receive = _limited(receive, limit)
         await self.app(scope, receive, send)
+
+    def _buckets(self, principal: Principal) -> tuple[Bucket, ...]:
+        """The organization's bucket, and the key's when the key has a budget of its own.
+
+        A key bucket with the organization's limit could never refuse first: every request it sees also
+        drains the organization bucket, which refills at the same rate to the same capacity. Leaving it
+        out changes no decision and halves the limiter's work on the hot path."""
+        buckets: tuple[Bucket, ...] | None = principal.memo.get(self._memo_key)
+        if buckets is None:
+            org = Bucket(f"{self.surface}:org:{principal.organization_id}", principal.organization_limit)
+            if principal.key_limit < principal.organization_limit:
+                buckets = (org, Bucket(f"{self.surface}:key:{principal.key.id}", principal.key_limit))
+            else:
+                buckets = (org,)
+            principal.memo[self._memo_key] = buckets
+        return buckets
 
     async def _authenticate(
         self, scope: Scope, bearer: bytes | None, secret_header: bytes | None, public_header: bytes | None
@@ -113,10 +123,10 @@ class AccessMiddleware:
                 f"No credential: send your key in the {self.missing_header} header.",
                 missing_context=[self.missing_header],
             )
-        value = raw.decode("latin-1").strip()
+        value = raw.strip()
         if raw is bearer:
-            scheme, _, value = value.partition(" ")
-            if scheme.lower() != "bearer":
+            scheme, _, value = value.partition(b" ")
+            if scheme.lower() != b"bearer":
                 await self._limit_anonymously(scope)
                 raise Unauthorized("The Authorization header must be `Bearer <key>`.", reason="INVALID_KEY")
             value = value.strip()

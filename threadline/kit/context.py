@@ -3,13 +3,14 @@ and the last line of defence that turns any unhandled exception into a 500 envel
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
+import secrets
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadline.kit.errors import InternalError, error_response
-from threadline.kit.ids import new_id
 from threadline.kit.routing import OperationIndex
 
 log = logging.getLogger("threadline.request")
@@ -17,6 +18,15 @@ log = logging.getLogger("threadline.request")
 REQUEST_ID_SCOPE_KEY = "threadline.request_id"
 RATE_LIMIT_SCOPE_KEY = "threadline.ratelimit_headers"
 _INCOMING_ID = re.compile(rb"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+_PROCESS_TOKEN = secrets.token_hex(8)
+_request_counter = itertools.count(1)
+
+
+def _next_request_id() -> str:
+    """Unique across processes (a random per-process token) without a system call per request."""
+    return f"req_{_PROCESS_TOKEN}{next(_request_counter):012x}"
 
 
 def request_id_of(scope: Scope) -> str | None:
@@ -39,7 +49,7 @@ class RequestContextMiddleware:
                 request_id = value.decode()
                 break
         if request_id is None:
-            request_id = new_id("req")
+            request_id = _next_request_id()
         scope[REQUEST_ID_SCOPE_KEY] = request_id
         id_header = (b"x-request-id", request_id.encode())
         started = False
@@ -48,10 +58,11 @@ class RequestContextMiddleware:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                headers = list(message.get("headers", ()))
-                headers.append(id_header)
-                headers.extend(scope.get(RATE_LIMIT_SCOPE_KEY, ()))
-                message["headers"] = headers
+                message["headers"] = [
+                    *message.get("headers", ()),
+                    id_header,
+                    *scope.get(RATE_LIMIT_SCOPE_KEY, ()),
+                ]
             await send(message)
 
         try:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.runtime.services
     return services
 
@@ -26,7 +26,9 @@ ServicesDep = Annotated["Services", Depends(get_services)]
 
 
 async def get_connection(request: Request) -> AsyncIterator[AsyncConnection]:
-    async with get_services(request).db.transaction(write=request.method not in _READ_METHODS) as conn:
+    async with (await get_services(request)).db.transaction(
+        write=request.method not in _READ_METHODS
+    ) as conn:
         yield conn
 
 

@@ -61,7 +61,7 @@ def decode_cursor(cursor: str) -> str:
     return last_id
 
 
-def cursor_params(
+async def cursor_params(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Items per page.")] = DEFAULT_LIMIT,
     cursor: Annotated[
         str | None, Query(max_length=200, description="The `nextCursor` of the previous page.")
@@ -99,7 +99,7 @@ class PageParams:
         return (self.page - 1) * self.limit
 
 
-def page_params(
+async def page_params(
     page: Annotated[int, Query(ge=1, le=1_000_000, description="One-based page number.")] = 1,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Items per page.")] = DEFAULT_LIMIT,
 ) -> PageParams:

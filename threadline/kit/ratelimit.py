@@ -13,7 +13,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from redis.asyncio import Redis
 
@@ -24,8 +24,9 @@ class Bucket:
     limit: int
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
+    """A tuple rather than a frozen dataclass: one is made per request, and tuples are cheaper to build."""
+
     allowed: bool
     limit: int
     remaining: int
@@ -34,9 +35,9 @@ class Decision:
 
     def headers(self) -> list[tuple[bytes, bytes]]:
         return [
-            (b"x-ratelimit-limit", str(self.limit).encode()),
-            (b"x-ratelimit-remaining", str(self.remaining).encode()),
-            (b"x-ratelimit-reset", str(self.reset_at).encode()),
+            (b"x-ratelimit-limit", b"%d" % self.limit),
+            (b"x-ratelimit-remaining", b"%d" % self.remaining),
+            (b"x-ratelimit-reset", b"%d" % self.reset_at),
         ]
 
 
@@ -46,49 +47,74 @@ class RateLimiter(Protocol):
     async def aclose(self) -> None: ...
 
 
-def _decide(buckets: Sequence[Bucket], tokens: Sequence[float], now: float) -> tuple[Decision, list[float]]:
-    """Shared arithmetic for the in-process limiter (the Lua script mirrors it line for line)."""
-    allowed = all(t >= 1 for t in tokens)
-    after = [t - 1 for t in tokens] if allowed else list(tokens)
-    retry_after = 0.0
-    for bucket, t in zip(buckets, after, strict=True):
-        if t < 1 and not allowed:
-            retry_after = max(retry_after, (1 - t) * 60 / bucket.limit)
-    tight = min(range(len(buckets)), key=lambda i: (math.floor(after[i]), buckets[i].limit))
-    bucket = buckets[tight]
-    refill_seconds = (bucket.limit - after[tight]) * 60 / bucket.limit
-    decision = Decision(
-        allowed=allowed,
-        limit=bucket.limit,
-        remaining=max(0, math.floor(after[tight])),
-        reset_at=math.ceil(now + refill_seconds),
-        retry_after=math.ceil(retry_after),
-    )
-    return decision, after
-
-
 class MemoryRateLimiter:
-    """For one process (the embedded shape). Idle full buckets are swept so memory stays bounded."""
+    """For one process (the embedded shape). Idle full buckets are swept so memory stays bounded.
+
+    Runs on every request, so it is written as one pass with mutable state rather than as a pipeline of
+    small helpers; the Lua script below is the same arithmetic, line for line."""
 
     _SWEEP_EVERY = 10_000
 
     def __init__(self) -> None:
-        self._buckets: dict[str, tuple[float, float]] = {}
+        self._buckets: dict[str, list[float]] = {}
         self._hits = 0
 
     async def hit(self, buckets: Sequence[Bucket]) -> Decision:
         now = time.time()
-        tokens = []
-        for bucket in buckets:
-            level, stamp = self._buckets.get(bucket.key, (float(bucket.limit), now))
-            tokens.append(min(float(bucket.limit), level + max(0.0, now - stamp) * bucket.limit / 60))
-        decision, after = _decide(buckets, tokens, now)
-        for bucket, level in zip(buckets, after, strict=True):
-            self._buckets[bucket.key] = (level, now)
         self._hits += 1
         if self._hits % self._SWEEP_EVERY == 0:
             self._sweep(now)
-        return decision
+        if len(buckets) == 1:
+            return self._hit_one(buckets[0], now)
+        states = [self._refilled(bucket, now) for bucket in buckets]
+        allowed = all(state[0] >= 1 for state in states)
+        retry_after = 0.0
+        tight = 0
+        for i, state in enumerate(states):
+            limit = buckets[i].limit
+            if allowed:
+                state[0] -= 1
+            elif state[0] < 1:
+                retry_after = max(retry_after, (1 - state[0]) * 60 / limit)
+            if i and (
+                (floor := math.floor(state[0])) < (tight_floor := math.floor(states[tight][0]))
+                or (floor == tight_floor and limit < buckets[tight].limit)
+            ):
+                tight = i
+        level, limit = states[tight][0], buckets[tight].limit
+        return Decision(
+            allowed=allowed,
+            limit=limit,
+            remaining=max(0, math.floor(level)),
+            reset_at=math.ceil(now + (limit - level) * 60 / limit),
+            retry_after=math.ceil(retry_after),
+        )
+
+    def _hit_one(self, bucket: Bucket, now: float) -> Decision:
+        """The common case (an organization bucket alone), without the bookkeeping for several."""
+        state = self._refilled(bucket, now)
+        limit = bucket.limit
+        allowed = state[0] >= 1
+        if allowed:
+            state[0] -= 1
+        level = state[0]
+        retry_after = 0 if allowed else math.ceil((1 - level) * 60 / limit)
+        return Decision(
+            allowed,
+            limit,
+            max(0, math.floor(level)),
+            math.ceil(now + (limit - level) * 60 / limit),
+            retry_after,
+        )
+
+    def _refilled(self, bucket: Bucket, now: float) -> list[float]:
+        state = self._buckets.get(bucket.key)
+        if state is None:
+            state = self._buckets[bucket.key] = [float(bucket.limit), now]
+        elif now > state[1]:
+            state[0] = min(float(bucket.limit), state[0] + (now - state[1]) * bucket.limit / 60)
+            state[1] = now
+        return state
 
     def _sweep(self, now: float) -> None:
         # A bucket untouched for over a minute is full again whatever its limit; forgetting it is exact.

@@ -1,15 +1,15 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
-from threadline.keys.auth import SecretKeyAuth
+from threadline.keys.auth import principal_of
 from threadline.kit.deps import ConnDep, CursorDep
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
 from threadline.projects import service
 from threadline.projects.schemas import ProjectCreate, ProjectOut
 
-router = APIRouter(prefix="/projects", tags=["projects"])
+router = APIRouter(prefix="/v1/projects", tags=["projects"])
 
 
 @router.get(
@@ -18,9 +18,9 @@ router = APIRouter(prefix="/projects", tags=["projects"])
     response_model=CursorPage[ProjectOut],
     responses=errors(400, *AUTHENTICATED),
 )
-async def list_projects(principal: SecretKeyAuth, conn: ConnDep, page: CursorDep) -> CursorPage[ProjectOut]:
+async def list_projects(request: Request, conn: ConnDep, page: CursorDep) -> CursorPage[ProjectOut]:
     """The organization's projects, newest first."""
-    projects, next_cursor = await service.list_projects(conn, principal.organization_id, page)
+    projects, next_cursor = await service.list_projects(conn, principal_of(request).organization_id, page)
     return CursorPage(data=[ProjectOut.of(p) for p in projects], next_cursor=next_cursor)
 
 
@@ -31,8 +31,8 @@ async def list_projects(principal: SecretKeyAuth, conn: ConnDep, page: CursorDep
     response_model=ProjectOut,
     responses=errors(400, 413, *AUTHENTICATED),
 )
-async def create_project(body: ProjectCreate, principal: SecretKeyAuth, conn: ConnDep) -> ProjectOut:
-    return ProjectOut.of(await service.create_project(conn, principal.organization_id, body.name))
+async def create_project(body: ProjectCreate, request: Request, conn: ConnDep) -> ProjectOut:
+    return ProjectOut.of(await service.create_project(conn, principal_of(request).organization_id, body.name))
 
 
 @router.get(
@@ -41,5 +41,5 @@ async def create_project(body: ProjectCreate, principal: SecretKeyAuth, conn: Co
     response_model=ProjectOut,
     responses=errors(404, *AUTHENTICATED),
 )
-async def get_project(projectId: str, principal: SecretKeyAuth, conn: ConnDep) -> ProjectOut:
-    return ProjectOut.of(await service.get_project(conn, principal.organization_id, projectId))
+async def get_project(projectId: str, request: Request, conn: ConnDep) -> ProjectOut:
+    return ProjectOut.of(await service.get_project(conn, principal_of(request).organization_id, projectId))

@@ -6,12 +6,12 @@ ingestion itself, which arrives with the telemetry capability.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
 
 from threadline import health
-from threadline.assembly import assemble
+from threadline.assembly import assemble, mount_routes
 from threadline.config import Settings
-from threadline.keys.auth import PublicKeyAuth
+from threadline.keys.auth import principal_of
 from threadline.kit.errors import NotImplementedYet
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.schemas import ResponseModel
@@ -31,8 +31,9 @@ class Accepted(ResponseModel):
     response_model=Accepted,
     responses=errors(400, 413, 501, *AUTHENTICATED),
 )
-async def ingest_logs(principal: PublicKeyAuth) -> Accepted:
+async def ingest_logs(request: Request) -> Accepted:
     """Log records with a project's public key (`x-service-key`)."""
+    principal_of(request)
     raise NotImplementedYet("Log ingestion is not available in this version yet.")
 
 
@@ -43,14 +44,14 @@ async def ingest_logs(principal: PublicKeyAuth) -> Accepted:
     response_model=Accepted,
     responses=errors(400, 413, 501, *AUTHENTICATED),
 )
-async def ingest_events(principal: PublicKeyAuth) -> Accepted:
+async def ingest_events(request: Request) -> Accepted:
     """Product events with a project's public key (`x-service-key`)."""
+    principal_of(request)
     raise NotImplementedYet("Event ingestion is not available in this version yet.")
 
 
 def create_intake_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
     settings = settings or Settings()
     app = assemble("Threadline intake", "intake", settings, services)
-    app.include_router(router)
-    app.include_router(health.router, include_in_schema=False)
+    mount_routes(app, router, health.router)
     return app

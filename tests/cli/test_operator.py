@@ -1,0 +1,94 @@
+"""The launch contract of DESIGN.md, exercised as an operator would: real processes, real ports."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import httpx
+
+from tests.support import running_server, threadline
+
+
+def test_init_serve_and_client_commands(empty_env: dict[str, str]) -> None:
+    result = threadline("init", "--json", env=empty_env)
+    boot = json.loads(result.stdout)
+    assert set(boot) == {"organization", "project", "secretKey", "publicKey", "owner"}
+    assert boot["organization"]["name"] == "default" and boot["organization"]["id"].startswith("org_")
+    assert boot["project"]["name"] == "default" and boot["project"]["id"].startswith("proj_")
+    assert boot["secretKey"].startswith("sk_") and boot["publicKey"].startswith("pk_")
+    assert boot["owner"]["email"] == "owner@localhost" and len(boot["owner"]["password"]) >= 16
+
+    again = threadline("init", "--json", env=empty_env, check=False)
+    assert again.returncode == 1
+    assert "already initialised" in again.stderr and again.stdout == ""
+
+    other = json.loads(threadline("orgs", "create", "Globex", "--json", env=empty_env).stdout)
+    assert set(other) == {"organization", "project", "secretKey", "publicKey"}
+    assert other["organization"]["name"] == "Globex"
+    listed = json.loads(threadline("orgs", "list", "--json", env=empty_env).stdout)
+    assert [o["name"] for o in listed] == ["default", "Globex"]
+
+    with running_server(empty_env) as server:
+        secret = {"Authorization": f"Bearer {boot['secretKey']}"}
+        me = httpx.get(f"{server.api_url}/v1/me", headers=secret)
+        assert me.status_code == 200 and me.json()["organization"]["id"] == boot["organization"]["id"]
+        assert (
+            httpx.get(
+                f"{server.api_url}/v1/me", headers={"Authorization": f"Bearer {boot['publicKey']}"}
+            ).status_code
+            == 403
+        )
+        intake = httpx.post(f"{server.intake_url}/v1/logs", json={"message": "hi"})
+        assert intake.status_code == 401 and intake.json()["missingContext"] == ["x-service-key"]
+        intake = httpx.post(
+            f"{server.intake_url}/v1/logs",
+            json={"message": "hi"},
+            headers={"x-service-key": boot["secretKey"]},
+        )
+        assert intake.json()["reason"] == "SECRET_KEY_NOT_ALLOWED"
+
+        client_env = {
+            **empty_env,
+            "THREADLINE_API_KEY": boot["secretKey"],
+            "THREADLINE_BASE_URL": f"{server.api_url}/v1",
+        }
+        created = json.loads(threadline("keys", "create", "--name", "ci", "--json", env=client_env).stdout)
+        assert created["key"].startswith("sk_") and created["name"] == "ci"
+        keys = json.loads(threadline("keys", "list", "--json", env=client_env).stdout)
+        assert keys[0]["id"] == created["id"] and all("key" not in k for k in keys)
+        revoked = threadline("keys", "revoke", created["id"], env=client_env)
+        assert created["id"] in revoked.stdout and "revoked" in revoked.stdout
+        refused = httpx.get(f"{server.api_url}/v1/me", headers={"Authorization": f"Bearer {created['key']}"})
+        assert refused.status_code == 401 and refused.json()["reason"] == "KEY_REVOKED"
+        missing = threadline("keys", "revoke", "key_nope", env=client_env, check=False)
+        assert missing.returncode == 1 and "404 NOT_FOUND" in missing.stderr
+
+        org_id = boot["organization"]["id"]
+        threadline("orgs", "set-limit", org_id, "--requests-per-minute", "4321", env=empty_env)
+        deadline = time.monotonic() + 1.0
+        while httpx.get(f"{server.api_url}/v1/me", headers=secret).headers["x-ratelimit-limit"] != "4321":
+            assert time.monotonic() < deadline, "set-limit not applied within 1 s"
+        assert server.stop(signal.SIGTERM) == 0
+
+
+def test_operator_errors_are_clear(empty_env: dict[str, str]) -> None:
+    serve = threadline("serve", "--port", "1", env=empty_env, check=False)
+    assert serve.returncode == 1 and "threadline migrate" in serve.stderr
+    assert "up to date" in threadline("migrate", env=empty_env).stdout
+    assert "up to date" in threadline("migrate", env=empty_env).stdout  # idempotent
+    unknown = threadline(
+        "orgs", "set-limit", "org_missing", "--requests-per-minute", "5", env=empty_env, check=False
+    )
+    assert unknown.returncode == 1 and "org_missing was not found" in unknown.stderr
+    zero = threadline("orgs", "set-limit", "org_x", "--requests-per-minute", "0", env=empty_env, check=False)
+    assert zero.returncode == 2
+    client = threadline("keys", "list", env={**empty_env, "THREADLINE_API_KEY": ""}, check=False)
+    assert client.returncode == 1 and "THREADLINE_API_KEY" in client.stderr
+
+
+def test_ctrl_c_shuts_down_gracefully(empty_env: dict[str, str]) -> None:
+    threadline("init", env=empty_env)
+    with running_server(empty_env) as server:
+        assert server.stop(signal.SIGINT) == 0
