@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh clone: a private virtualenv with the locked dependencies, then lint,
+# types and tests. Extra arguments go to pytest (`bash scripts/test.sh -k keys -x`).
+#
+# Tests of the distributed shape need PostgreSQL and Redis on 127.0.0.1 (override with
+# THREADLINE_TEST_POSTGRES_URL / THREADLINE_TEST_REDIS_URL). Without them those tests are skipped, unless
+# THREADLINE_TEST_REQUIRE_SERVICES=1 (as CI sets), which makes them fail instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.lock
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
+exec .venv/bin/python -m pytest "$@"
