@@ -11,3 +11,14 @@ metadata = sa.MetaData(
         "pk": "pk_%(table_name)s",
     }
 )
+
+
+def id_column() -> sa.Column[str]:
+    """The prefixed, time-ordered id every table is keyed by (``kit.ids.new_id``)."""
+    return sa.Column("id", sa.String(40), primary_key=True)
+
+
+def organization_column() -> sa.Column[str]:
+    """The tenant column: every row of every tenant table names its organization, and goes with it."""
+    target = sa.ForeignKey("organizations.id", ondelete="CASCADE")
+    return sa.Column("organization_id", sa.String(40), target, nullable=False)

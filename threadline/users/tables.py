@@ -1,18 +1,13 @@
 import sqlalchemy as sa
 
 from threadline.kit.db import UtcDateTime
-from threadline.storage.metadata import metadata
+from threadline.storage.metadata import id_column, metadata, organization_column
 
 users = sa.Table(
     "users",
     metadata,
-    sa.Column("id", sa.String(40), primary_key=True),
-    sa.Column(
-        "organization_id",
-        sa.String(40),
-        sa.ForeignKey("organizations.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
+    id_column(),
+    organization_column(),
     sa.Column("email", sa.String(320), nullable=False, unique=True),
     # argon2id PHC string; the password itself is never stored.
     sa.Column("password_hash", sa.String(200), nullable=False),
