@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -77,50 +78,57 @@ def threadline(
 
 @contextmanager
 def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 20) -> Iterator[ServerProcess]:
-    """``threadline serve`` on free ports, waited for until /readyz answers; stopped with SIGTERM."""
+    """``threadline serve`` on free ports, waited for until both surfaces answer; stopped with SIGTERM.
+
+    Output goes to a file (a pipe nobody reads could fill and block the server) and is shown on failure."""
     api_port, intake_port = free_port(), free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "threadline",
-            "serve",
-            "--port",
-            str(api_port),
-            "--intake-port",
-            str(intake_port),
-            *extra,
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    server = ServerProcess(process, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{intake_port}")
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "threadline",
+                "serve",
+                "--port",
+                str(api_port),
+                "--intake-port",
+                str(intake_port),
+                *extra,
+            ],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+        server = ServerProcess(process, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{intake_port}")
+
+        def log() -> str:
+            output.seek(0)
+            return output.read().decode(errors="replace")
+
+        try:
+            deadline = time.monotonic() + startup_timeout
+            while not _answers(f"{server.api_url}/readyz") or not _answers(f"{server.intake_url}/readyz"):
+                if process.poll() is not None:
+                    raise AssertionError(f"server exited with {process.returncode}: {log()}")
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"server did not become ready: {log()}")
+                time.sleep(0.05)
+            yield server
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+def _answers(url: str) -> bool:
     try:
-        deadline = time.monotonic() + startup_timeout
-        while True:
-            if process.poll() is not None:
-                output = process.stdout.read().decode() if process.stdout else ""
-                raise AssertionError(f"server exited with {process.returncode}: {output}")
-            try:
-                if httpx.get(f"{server.api_url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError("server did not become ready")
-            time.sleep(0.05)
-        yield server
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if process.stdout:
-            process.stdout.close()
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 __all__ = ["ServerProcess", "Tenant", "free_port", "make_tenant", "running_server", "threadline"]

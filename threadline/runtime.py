@@ -10,13 +10,24 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import sqlalchemy as sa
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from threadline.config import Settings
 from threadline.keys.auth import KeyAuthenticator
 from threadline.kit.db import Database
 from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
+
+# Failures of a backend (as opposed to bugs): answered 503 where a request depends on them.
+BACKEND_ERRORS: tuple[type[BaseException], ...] = (
+    RedisError,
+    OSError,
+    TimeoutError,
+    sa.exc.OperationalError,
+    sa.exc.InterfaceError,
+)
 
 
 @dataclass(slots=True)

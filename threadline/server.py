@@ -18,6 +18,10 @@ from threadline.runtime import open_services
 from threadline.telemetry.intake import create_intake_app
 
 
+class ServeError(Exception):
+    pass
+
+
 @dataclass(frozen=True)
 class Listener:
     host: str
@@ -59,19 +63,27 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
         gc.freeze()
 
         def stop() -> None:
+            """First signal: drain gracefully. A second one: stop waiting for open connections."""
             for server in servers:
+                if server.should_exit:
+                    server.force_exit = True
                 server.should_exit = True
+
+        async def run(server: _Server) -> bool:
+            try:
+                await server.serve()
+            except SystemExit:  # uvicorn exits this way when it cannot bind; it has logged why
+                stop()
+                return False
+            return server.started
 
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop)
         try:
-            results = await asyncio.gather(*(s.serve() for s in servers), return_exceptions=True)
+            started = await asyncio.gather(*(run(s) for s in servers))
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
-        failures = [r for r in results if isinstance(r, BaseException)]
-        if failures:
-            raise failures[0]
-        if any(not s.started for s in servers):
-            raise SystemExit(1)  # a port was taken: uvicorn has logged which
+        if not all(started):
+            raise ServeError("a listener could not start (see the log above); nothing is being served")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
 from tests.support import Tenant
 from threadline.keys.tokens import generate_key
+from threadline.runtime import Services
 
 
 def assert_error(
@@ -87,8 +90,51 @@ class TestRefusals:
         response = await client.get("/v1/nothing-here")
         assert_error(response, 401, "UNAUTHORIZED", operation_id="unknown", missing=["Authorization"])
 
+    async def test_refusals_carry_rate_limit_headers_of_the_client_address(
+        self, client: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        refusals = [
+            await client.get("/v1/me"),
+            await client.get("/v1/me", headers={"Authorization": f"Bearer {generate_key('secret')}"}),
+            await client.get("/v1/me", headers=tenant.public),
+            await client.post("/v1/projects", headers={**tenant.secret, "content-length": "99999999"}),
+        ]
+        assert [r.status_code for r in refusals] == [401, 401, 403, 413]
+        remaining = [int(r.headers["x-ratelimit-remaining"]) for r in refusals]
+        assert remaining == sorted(remaining, reverse=True) and len(set(remaining)) == 4
+        assert all(r.headers["x-ratelimit-limit"] == "1000" for r in refusals)
+        # None of them touched the organization's own budget.
+        me = await client.get("/v1/me", headers=tenant.secret)
+        assert me.headers["x-ratelimit-remaining"] == "999"
+
     async def test_a_key_is_never_echoed_in_errors(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
         response = await client.get(
             "/v1/me", headers={"Authorization": f"Bearer {tenant.created.public_value}"}
         )
         assert tenant.created.public_value not in response.text
+
+
+class TestKeyCache:
+    async def test_concurrent_misses_share_one_lookup_and_survive_a_cancelled_waiter(
+        self, services: Services, tenant: Tenant
+    ) -> None:
+        value = tenant.created.secret_value.encode()
+        authenticator = services.authenticator
+        first = asyncio.create_task(authenticator.authenticate(value))
+        second = asyncio.create_task(authenticator.authenticate(value))
+        await asyncio.sleep(0)  # both are now waiting on the same lookup
+        first.cancel()
+        principal = await second
+        assert principal is not None and principal.organization_id == tenant.org_id
+        with pytest.raises(asyncio.CancelledError):
+            await first
+
+    async def test_revocation_drops_the_cached_principal_at_once(
+        self, client: httpx.AsyncClient, services: Services, tenant: Tenant
+    ) -> None:
+        value = tenant.created.secret_value.encode()
+        assert (await services.authenticator.authenticate(value)) is not None  # cached now
+        response = await client.delete(f"/v1/keys/{tenant.created.secret_key.id}", headers=tenant.secret)
+        assert response.status_code == 200
+        principal = await services.authenticator.authenticate(value)
+        assert principal is not None and principal.key.revoked_at is not None

@@ -135,11 +135,14 @@ class TestList:
         assert [k["type"] for k in response.json()["data"]] == ["public"]
 
     async def test_bad_input(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
-        for query in ("type=admin", "limit=0", "cursor=%%%"):
+        for query, reason in (
+            ("type=admin", "VALIDATION_FAILED"),
+            ("limit=0", "VALIDATION_FAILED"),
+            ("limit=101", "VALIDATION_FAILED"),
+            ("cursor=%%%", "INVALID_CURSOR"),
+        ):
             response = await client.get(f"/v1/keys?{query}", headers=tenant.secret)
-            assert_error(
-                response, 400, "BAD_REQUEST", operation_id="keys.list", reason=response.json().get("reason")
-            )
+            assert_error(response, 400, "BAD_REQUEST", operation_id="keys.list", reason=reason)
 
 
 class TestGet:

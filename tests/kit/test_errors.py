@@ -121,6 +121,10 @@ class TestBadInput:
         assert_error(response, 413, "PAYLOAD_TOO_LARGE", operation_id="projects.create")
         assert await project_count(services, tenant.org_id) == before
 
+    async def test_non_numeric_content_length_is_400(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+        response = await client.post("/v1/projects", headers={**tenant.secret, "content-length": "ten"})
+        assert_error(response, 400, "BAD_REQUEST", operation_id="projects.create")
+
     async def test_oversized_streamed_body_is_413(
         self, client: httpx.AsyncClient, tenant: Tenant, services: Services
     ) -> None:

@@ -66,7 +66,7 @@ class TestBuckets:
 
 async def test_memory_refill_is_continuous(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [1_000_000.0]
-    monkeypatch.setattr("threadline.kit.ratelimit.time.time", lambda: now[0])
+    monkeypatch.setattr("threadline.kit.ratelimit.time.monotonic", lambda: now[0])
     limiter = MemoryRateLimiter()
     bucket = (Bucket("org:f", 60),)
     for _ in range(60):
@@ -77,6 +77,23 @@ async def test_memory_refill_is_continuous(monkeypatch: pytest.MonkeyPatch) -> N
     assert not (await limiter.hit(bucket)).allowed
     now[0] += 120
     assert (await limiter.hit(bucket)).remaining == 59  # refilled to capacity, never above
+
+
+async def test_memory_limiter_ignores_wall_clock_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    wall = [2_000_000.0]
+    monkeypatch.setattr("threadline.kit.ratelimit.time.time", lambda: wall[0])
+    limiter = MemoryRateLimiter()
+    assert (await limiter.hit((Bucket("org:g", 1),))).allowed
+    wall[0] -= 3600  # the wall clock is stepped back an hour
+    refused = await limiter.hit((Bucket("org:g", 1),))
+    assert not refused.allowed and refused.retry_after <= 60
+
+
+async def test_a_lowered_limit_applies_at_once() -> None:
+    limiter = MemoryRateLimiter()
+    assert (await limiter.hit((Bucket("org:h", 100),))).remaining == 99
+    lowered = await limiter.hit((Bucket("org:h", 5),))
+    assert (lowered.limit, lowered.remaining) == (5, 4)
 
 
 class TestOverHttp:

@@ -84,13 +84,24 @@ def init(
 ) -> None:
     """Create the database, organization `default`, project `default`, the owner login and two keys."""
     settings = _settings()
+    refusal = "this database is already initialised; add organizations with `threadline orgs create`"
+
+    async def initialised(db: Database) -> bool:
+        async with db.engine.connect() as conn:
+            if not await conn.run_sync(lambda sync: sa.inspect(sync).has_table(organizations.name)):
+                return False
+        async with db.transaction(write=False) as conn:
+            return await org_repository.count(conn) > 0
+
+    if _run(settings, initialised):
+        fail(refusal)  # before migrating: an existing database is left exactly as it was
     _migrate(settings)
     password = users.generate_password()
 
     async def work(db: Database) -> dict[str, Any]:
         async with db.transaction() as conn:
-            if await org_repository.count(conn) > 0:
-                fail("this database is already initialised; add organizations with `threadline orgs create`")
+            if await org_repository.count(conn) > 0:  # another init won the race
+                fail(refusal)
             new = await org_service.create_organization(conn, "default")
             owner = await users.create_owner(conn, new.organization.id, owner_email, password)
         data = _bootstrap_json(new, settings)
@@ -117,7 +128,7 @@ def _check_schema(settings: Settings) -> None:
 
 def _serve(host: str, port: int | None, intake_port: int | None) -> None:
     from threadline.kit.logging import configure_logging
-    from threadline.server import Listener, serve
+    from threadline.server import Listener, ServeError, serve
 
     settings = _settings()
     configure_logging(settings.log_level)
@@ -128,8 +139,8 @@ def _serve(host: str, port: int | None, intake_port: int | None) -> None:
         import uvloop
 
         uvloop.run(serve(settings, api, intake))
-    except ImportError:  # pragma: no cover - uvloop is a dependency on every platform we ship for
-        asyncio.run(serve(settings, api, intake))
+    except ServeError as error:
+        fail(str(error))
 
 
 def serve_command(

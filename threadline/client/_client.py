@@ -1,5 +1,6 @@
-"""The synchronous client: retries with jittered backoff (honouring Retry-After) on 429, 5xx and
-connection failures; everything else raises the status's exception at once."""
+"""The synchronous client: retries with jittered backoff (honouring Retry-After, capped) where a retry
+cannot duplicate work: any request refused with 429 or never sent (connection refused), and idempotent
+requests (GET, DELETE) after a 5xx or a timeout. A POST that may have been processed is never repeated."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import httpx
 from threadline.client._errors import APIConnectionError, ThreadlineError, error_for
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
-_RETRYABLE = frozenset({429, 500, 502, 503, 504})
+_RETRYABLE = frozenset({500, 502, 503, 504})
+_IDEMPOTENT = frozenset({"GET", "HEAD", "DELETE", "PUT", "OPTIONS"})
+_MAX_WAIT_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -51,15 +54,19 @@ class Threadline:
         self.projects = Projects(self)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        idempotent = method.upper() in _IDEMPOTENT
         for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
             try:
                 response = self._http.request(method, path.lstrip("/"), **kwargs)
             except httpx.TransportError as exc:
-                if attempt == self.max_retries:
+                never_sent = isinstance(exc, httpx.ConnectError)
+                if last or not (never_sent or idempotent):
                     raise APIConnectionError(f"Could not reach {self.base_url}: {exc}") from exc
                 time.sleep(_backoff(attempt, None))
                 continue
-            if response.status_code in _RETRYABLE and attempt < self.max_retries:
+            status = response.status_code
+            if not last and (status == 429 or (idempotent and status in _RETRYABLE)):
                 time.sleep(_backoff(attempt, response.headers.get("retry-after")))
                 continue
             if response.is_success:
@@ -87,7 +94,7 @@ class Threadline:
 
 def _backoff(attempt: int, retry_after: str | None) -> float:
     if retry_after is not None and retry_after.isdigit():
-        return float(retry_after)
+        return min(float(retry_after), _MAX_WAIT_SECONDS)
     return float(min(8.0, 0.5 * 2**attempt)) * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not secrecy
 
 

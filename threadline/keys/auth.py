@@ -63,7 +63,7 @@ class KeyAuthenticator:
         self._flush_every = settings.key_usage_flush_seconds
         self._default_limit = settings.default_rate_limit_per_minute
         self._cache: dict[str, tuple[float, Principal]] = {}
-        self._loading: dict[str, asyncio.Future[Principal | None]] = {}
+        self._loading: dict[str, asyncio.Task[Principal | None]] = {}
         self._usage: dict[str, float] = {}
         self._flusher: asyncio.Task[None] | None = None
         signals.subscribe(self._on_signal)
@@ -83,32 +83,34 @@ class KeyAuthenticator:
         return principal
 
     async def _load(self, digest: str) -> Principal | None:
-        pending = self._loading.get(digest)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[Principal | None] = asyncio.get_running_loop().create_future()
-        self._loading[digest] = future
-        try:
-            started = time.monotonic()
-            async with self._db.transaction(write=False) as conn:
-                found = await repository.find_by_hash(conn, digest)
-            principal = None
-            if found is not None:
-                key, org = found
-                limit = org.rate_limit_per_minute or self._default_limit
-                principal = Principal(key=key, organization=org, organization_limit=limit)
-                # Expiry counts from before the read, so a revocation committed during it is seen next time.
-                self._cache[digest] = (started + self._ttl, principal)
-            else:
-                self._cache.pop(digest, None)
-            future.set_result(principal)
-            return principal
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # mark retrieved: waiters get it through shield
-            raise
-        finally:
+        """One query per key however many requests miss at once. The query runs in a task of its own, so
+        a waiter that is cancelled (a client gone, a shutdown) never fails the others."""
+        task = self._loading.get(digest)
+        if task is None:
+            task = asyncio.create_task(self._fetch(digest), name="threadline-key-lookup")
+            self._loading[digest] = task
+            task.add_done_callback(lambda done: self._loaded(digest, done))
+        return await asyncio.shield(task)
+
+    def _loaded(self, digest: str, task: asyncio.Task[Principal | None]) -> None:
+        if self._loading.get(digest) is task:
             del self._loading[digest]
+        if not task.cancelled():
+            task.exception()  # retrieved here too, in case every waiter was cancelled
+
+    async def _fetch(self, digest: str) -> Principal | None:
+        started = time.monotonic()
+        async with self._db.transaction(write=False) as conn:
+            found = await repository.find_by_hash(conn, digest)
+        if found is None:
+            self._cache.pop(digest, None)
+            return None
+        key, org = found
+        limit = org.rate_limit_per_minute or self._default_limit
+        principal = Principal(key=key, organization=org, organization_limit=limit)
+        # Expiry counts from before the read, so a revocation committed during it is seen next time.
+        self._cache[digest] = (started + self._ttl, principal)
+        return principal
 
     def _on_signal(self, topic: str, payload: str) -> None:
         if topic == KEY_REVOKED:

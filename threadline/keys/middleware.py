@@ -8,6 +8,7 @@ which also throttles key guessing.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Literal
 
@@ -17,15 +18,19 @@ from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, Principal
 from threadline.kit.context import RATE_LIMIT_SCOPE_KEY, request_id_of
 from threadline.kit.errors import (
     ApiError,
+    BadRequest,
     Forbidden,
     PayloadTooLarge,
+    ServiceUnavailable,
     TooManyRequests,
     Unauthorized,
     error_response,
 )
 from threadline.kit.ratelimit import Bucket
 from threadline.kit.routing import OperationIndex
-from threadline.runtime import Runtime
+from threadline.runtime import BACKEND_ERRORS, Runtime
+
+log = logging.getLogger(__name__)
 
 Surface = Literal["api", "intake"]
 _PUBLIC_PREFIXES = ("/v1/openapi.json",)
@@ -51,7 +56,7 @@ class AccessMiddleware:
         self._memo_key = f"{surface}.buckets"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+        if scope["type"] != "http" or not (scope["path"].startswith("/v1/") or scope["path"] == "/v1"):
             await self.app(scope, receive, send)
             return
         services = self.runtime.services
@@ -66,20 +71,29 @@ class AccessMiddleware:
             elif name == b"content-length":
                 content_length = value
 
+        limit = services.settings.max_request_body_bytes
         try:
-            limit = services.settings.max_request_body_bytes
-            if content_length is not None and (not content_length.isdigit() or int(content_length) > limit):
-                await self._limit_anonymously(scope)
-                raise PayloadTooLarge(_too_large(limit))
-            if scope["path"] in self.public_paths:
-                await self._limit_anonymously(scope)
-            else:
-                principal = await self._authenticate(scope, bearer, secret_header, public_header)
-                decision = await services.limiter.hit(self._buckets(principal))
-                scope[RATE_LIMIT_SCOPE_KEY] = decision.headers()
-                if not decision.allowed:
-                    raise TooManyRequests(decision.retry_after)
-                scope[PRINCIPAL_SCOPE_KEY] = principal
+            try:
+                if content_length is not None and not content_length.isdigit():
+                    await self._limit_anonymously(scope)
+                    raise BadRequest("The Content-Length header is not a number.")
+                if content_length is not None and int(content_length) > limit:
+                    await self._limit_anonymously(scope)
+                    raise PayloadTooLarge(_too_large(limit))
+                if scope["path"] in self.public_paths:
+                    await self._limit_anonymously(scope)
+                else:
+                    principal = await self._authenticate(scope, bearer, secret_header, public_header)
+                    decision = await services.limiter.hit(self._buckets(principal))
+                    scope[RATE_LIMIT_SCOPE_KEY] = decision.headers()
+                    if not decision.allowed:
+                        raise TooManyRequests(decision.retry_after)
+                    scope[PRINCIPAL_SCOPE_KEY] = principal
+            except BACKEND_ERRORS as exc:
+                log.warning("authentication or rate limiting unavailable: %r", exc)
+                raise ServiceUnavailable(
+                    "A storage backend is unreachable; retry shortly.", reason="DEPENDENCY_DOWN"
+                ) from exc
         except ApiError as error:
             response = error_response(error, self.operations.operation_id(scope), request_id_of(scope))
             await response(scope, receive, send)
@@ -96,9 +110,11 @@ class AccessMiddleware:
         out changes no decision and halves the limiter's work on the hot path."""
         buckets: tuple[Bucket, ...] | None = principal.memo.get(self._memo_key)
         if buckets is None:
-            org = Bucket(f"{self.surface}:org:{principal.organization_id}", principal.organization_limit)
+            # The {braces} are a Redis Cluster hash tag: a request's buckets share one slot (one script).
+            tag = f"{self.surface}:{{{principal.organization_id}}}"
+            org = Bucket(f"{tag}:org", principal.organization_limit)
             if principal.key_limit < principal.organization_limit:
-                buckets = (org, Bucket(f"{self.surface}:key:{principal.key.id}", principal.key_limit))
+                buckets = (org, Bucket(f"{tag}:key:{principal.key.id}", principal.key_limit))
             else:
                 buckets = (org,)
             principal.memo[self._memo_key] = buckets
@@ -138,6 +154,9 @@ class AccessMiddleware:
             await self._limit_anonymously(scope)
             raise Unauthorized("The key has been revoked.", reason="KEY_REVOKED")
         if principal.key.type != self.accepted_type:
+            # Charged to the client address, not the organization: public keys are meant to be seen, and
+            # sending one to the API must not drain the organization's budget.
+            await self._limit_anonymously(scope)
             if self.surface == "api":
                 raise Forbidden(
                     "Public keys are for telemetry intake only; use a secret key for the API.",
@@ -168,8 +187,9 @@ def _client_address(scope: Scope, trust_forwarded_for: bool) -> str:
     if trust_forwarded_for:
         for name, value in scope["headers"]:
             if name == b"x-forwarded-for":
-                first: str = value.decode("latin-1").split(",")[0]
-                return first.strip()
+                # The last entry is the one our own proxy appended; earlier ones are the client's to forge.
+                last: str = value.decode("latin-1").rsplit(",", 1)[-1]
+                return last.strip()
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
 

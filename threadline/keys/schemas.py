@@ -19,7 +19,7 @@ class KeyCreate(RequestModel):
         None,
         ge=1,
         le=1_000_000,
-        description="Optional tighter budget for this key (never above the organization's).",
+        description="Optional budget for this key alone; the lower of this and the organization's applies.",
     )
 
 

@@ -60,7 +60,9 @@ class MemoryRateLimiter:
         self._hits = 0
 
     async def hit(self, buckets: Sequence[Bucket]) -> Decision:
-        now = time.time()
+        # Refill runs on the monotonic clock (a wall-clock step must not freeze or flood a bucket);
+        # the wall clock only dates X-RateLimit-Reset.
+        now = time.monotonic()
         self._hits += 1
         if self._hits % self._SWEEP_EVERY == 0:
             self._sweep(now)
@@ -86,7 +88,7 @@ class MemoryRateLimiter:
             allowed=allowed,
             limit=limit,
             remaining=max(0, math.floor(level)),
-            reset_at=math.ceil(now + (limit - level) * 60 / limit),
+            reset_at=math.ceil(time.time() + (limit - level) * 60 / limit),
             retry_after=math.ceil(retry_after),
         )
 
@@ -103,7 +105,7 @@ class MemoryRateLimiter:
             allowed,
             limit,
             max(0, math.floor(level)),
-            math.ceil(now + (limit - level) * 60 / limit),
+            math.ceil(time.time() + (limit - level) * 60 / limit),
             retry_after,
         )
 
@@ -111,7 +113,7 @@ class MemoryRateLimiter:
         state = self._buckets.get(bucket.key)
         if state is None:
             state = self._buckets[bucket.key] = [float(bucket.limit), now]
-        elif now > state[1]:
+        else:  # clamped even when no time passed: a lowered limit applies at once
             state[0] = min(float(bucket.limit), state[0] + (now - state[1]) * bucket.limit / 60)
             state[1] = now
         return state

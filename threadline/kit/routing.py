@@ -35,7 +35,6 @@ class OperationIndex:
         if self._entries is None:
             self._entries = self._build()
         path, method = scope["path"], scope["method"]
-        method = "GET" if method == "HEAD" else method
         for pattern, methods, operation_id in self._entries:
             if method in methods and pattern.match(path):
                 return operation_id

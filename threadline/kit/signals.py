@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Protocol
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 log = logging.getLogger(__name__)
 
@@ -87,15 +86,22 @@ class RedisSignalBus(_Handlers):
                     self.dispatch(RESET, "")
                     self._ready.set()
                     async for message in pubsub.listen():
-                        if message.get("type") != "message":
-                            continue
-                        signal = json.loads(message["data"])
-                        self.dispatch(str(signal["topic"]), str(signal["payload"]))
+                        if message.get("type") == "message":
+                            self._receive(message["data"])
             except asyncio.CancelledError:
                 raise
-            except (RedisError, OSError, ValueError, KeyError):
+            except Exception:  # a lost connection or a malformed message: resubscribe, never die
                 log.warning("signal subscription lost; reconnecting", exc_info=True)
                 await asyncio.sleep(self._RETRY_SECONDS)
+
+    def _receive(self, data: str) -> None:
+        try:
+            signal = json.loads(data)
+            topic, payload = str(signal["topic"]), str(signal["payload"])
+        except (ValueError, TypeError, KeyError):
+            log.warning("ignored a malformed signal on %s", self._channel)
+            return
+        self.dispatch(topic, payload)
 
     async def aclose(self) -> None:
         if self._task is not None:
