@@ -17,6 +17,8 @@ from threadline.config import Settings
 from threadline.runtime import open_services
 from threadline.telemetry.intake import create_intake_app
 
+_GC_YOUNG_THRESHOLD = 20_000
+
 
 class ServeError(Exception):
     pass
@@ -59,8 +61,12 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
 
         # Everything built so far lives as long as the process. Freezing it keeps the collector from
         # re-scanning that large, permanent heap on every full collection (tens of milliseconds each).
+        # Request garbage is almost all freed by reference counting; what a young collection finds
+        # alive is the in-flight requests, whatever the threshold. Collecting every 20,000 allocations
+        # instead of 700 does the same work far less often (measured: +3 to 4 % requests/s on /v1/me).
         gc.collect()
         gc.freeze()
+        gc.set_threshold(_GC_YOUNG_THRESHOLD, 10, 10)
 
         def stop() -> None:
             """First signal: drain gracefully. A second one: stop waiting for open connections."""

@@ -70,14 +70,14 @@ class KeyAuthenticator:
 
     async def authenticate(self, value: bytes) -> Principal | None:
         """The principal for a key value as sent (revoked keys included: the caller decides), or None."""
-        if not looks_like_key(value):
-            return None
         digest = hash_key(value)
         cached = self._cache.get(digest)
         if cached is not None and cached[0] > time.monotonic():
             principal: Principal | None = cached[1]
-        else:
+        elif looks_like_key(value):  # only a plausible key is worth a query
             principal = await self._load(digest)
+        else:
+            return None
         if principal is not None and principal.key.revoked_at is None:
             self._usage[principal.key.id] = time.time()
         return principal
