@@ -11,15 +11,30 @@ from threadline.config import Settings
 from threadline.contract import build_contract, render
 from threadline.keys.endpoints import router as keys_router
 from threadline.me.endpoints import router as me_router
+from threadline.messages.endpoints import router as messages_router
 from threadline.projects.endpoints import router as projects_router
 from threadline.runtime import Services
+from threadline.search.endpoints import router as search_router
+from threadline.settings.endpoints import router as settings_router
 from threadline.telemetry.intake import create_intake_app
+from threadline.threads.endpoints import router as threads_router
 
 
 def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
     settings = settings or Settings()
     app = assemble("Threadline API", "api", settings, services)
-    mount_routes(app, me_router, keys_router, projects_router, health.router, docs.router)
+    mount_routes(
+        app,
+        me_router,
+        keys_router,
+        projects_router,
+        threads_router,
+        messages_router,
+        settings_router,
+        search_router,
+        health.router,
+        docs.router,
+    )
     app.mount("/docs/assets", docs.assets, name="docs-assets")
     contract: list[bytes] = []
 

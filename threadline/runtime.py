@@ -19,6 +19,7 @@ from threadline.keys.auth import KeyAuthenticator
 from threadline.kit.db import Database
 from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
+from threadline.search.backend import SearchBackend, backend_for
 
 # Failures of a backend (as opposed to bugs): answered 503 where a request depends on them.
 BACKEND_ERRORS: tuple[type[BaseException], ...] = (
@@ -38,6 +39,7 @@ class Services:
     limiter: RateLimiter
     signals: SignalBus
     authenticator: KeyAuthenticator
+    search: SearchBackend
 
     async def check_ready(self) -> None:
         await self.db.ping()
@@ -84,7 +86,8 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
     try:
         await signals.start()
         authenticator.start()
-        yield Services(settings, db, redis, limiter, signals, authenticator)
+        search = backend_for(db.engine.dialect.name)
+        yield Services(settings, db, redis, limiter, signals, authenticator, search)
     finally:
         await authenticator.aclose()
         await signals.aclose()

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from threadline.keys.tables import api_keys
 from threadline.keys.tokens import KeyType
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
+from threadline.organizations import repository as org_repository
 from threadline.organizations.repository import Organization
 from threadline.organizations.tables import organizations
 
@@ -45,25 +46,14 @@ async def insert(conn: AsyncConnection, key: ApiKey, key_hash: str) -> None:
 
 async def find_by_hash(conn: AsyncConnection, key_hash: str) -> tuple[ApiKey, Organization] | None:
     query = (
-        sa.select(
-            *_KEY_COLUMNS,
-            organizations.c.name.label("org_name"),
-            organizations.c.rate_limit_per_minute.label("org_rate_limit"),
-            organizations.c.created_at.label("org_created_at"),
-        )
+        sa.select(*_KEY_COLUMNS, *org_repository.columns("org_"))
         .join(organizations, organizations.c.id == api_keys.c.organization_id)
         .where(api_keys.c.key_hash == key_hash)
     )
     row = (await conn.execute(query)).mappings().first()
     if row is None:
         return None
-    org = Organization(
-        id=row["organization_id"],
-        name=row["org_name"],
-        rate_limit_per_minute=row["org_rate_limit"],
-        created_at=row["org_created_at"],
-    )
-    return _from_row(row), org
+    return _from_row(row), org_repository.from_row(row, "org_")
 
 
 async def record_usage(conn: AsyncConnection, used: Mapping[str, datetime]) -> None:

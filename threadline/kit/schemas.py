@@ -20,12 +20,13 @@ class ResponseModel(BaseModel):
 
 
 class RequestModel(BaseModel):
-    """Request bodies: camelCase only, and an unknown field is a 400 rather than silently ignored."""
+    """Request bodies: camelCase only, strict types ("30" is not a number, "yes" not a boolean), and an
+    unknown field is a 400 rather than silently ignored."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         validate_by_name=False,
         validate_by_alias=True,
         extra="forbid",
-        str_strip_whitespace=False,
+        strict=True,
     )

@@ -15,26 +15,57 @@ from threadline.organizations.tables import organizations
 
 @dataclass(frozen=True, slots=True)
 class Organization:
+    """The row as stored: settings left NULL mean "the default" (``settings.service`` resolves them)."""
+
     id: str
     name: str
     rate_limit_per_minute: int | None
     created_at: datetime
+    default_model: str | None = None
+    instructions: str | None = None
+    log_retention_days: int | None = None
+    allowed_origins: tuple[str, ...] | None = None
+    billing_enforced: bool = False
 
 
-def _from_row(row: sa.RowMapping) -> Organization:
+def columns(prefix: str = "") -> list[sa.Label[object]]:
+    """The organization's columns for a join, labelled so ``from_row`` can read them back."""
+    return [column.label(prefix + column.key) for column in organizations.c]
+
+
+def from_row(row: sa.RowMapping, prefix: str = "") -> Organization:
+    origins = row[prefix + "allowed_origins"]
     return Organization(
-        id=row["id"],
-        name=row["name"],
-        rate_limit_per_minute=row["rate_limit_per_minute"],
-        created_at=row["created_at"],
+        id=row[prefix + "id"],
+        name=row[prefix + "name"],
+        rate_limit_per_minute=row[prefix + "rate_limit_per_minute"],
+        created_at=row[prefix + "created_at"],
+        default_model=row[prefix + "default_model"],
+        instructions=row[prefix + "instructions"],
+        log_retention_days=row[prefix + "log_retention_days"],
+        allowed_origins=None if origins is None else tuple(origins),
+        billing_enforced=bool(row[prefix + "billing_enforced"]),
     )
 
 
 async def insert(conn: AsyncConnection, name: str) -> Organization:
     now = utcnow()
     org = Organization(id=new_id("org"), name=name, rate_limit_per_minute=None, created_at=now)
-    await conn.execute(organizations.insert().values(id=org.id, name=name, created_at=now, updated_at=now))
+    await conn.execute(
+        organizations.insert().values(
+            id=org.id, name=name, created_at=now, updated_at=now, billing_enforced=False
+        )
+    )
     return org
+
+
+async def update(conn: AsyncConnection, organization_id: str, values: dict[str, object]) -> bool:
+    result = await conn.execute(
+        organizations.update()
+        .where(organizations.c.id == organization_id)
+        .values(**values, updated_at=utcnow())
+    )
+    return result.rowcount == 1
 
 
 async def get(conn: AsyncConnection, organization_id: str) -> Organization | None:
@@ -43,7 +74,7 @@ async def get(conn: AsyncConnection, organization_id: str) -> Organization | Non
         .mappings()
         .first()
     )
-    return _from_row(row) if row else None
+    return from_row(row) if row else None
 
 
 async def set_rate_limit(conn: AsyncConnection, organization_id: str, per_minute: int | None) -> bool:

@@ -1,6 +1,6 @@
 import sqlalchemy as sa
 
-from threadline.kit.db import UtcDateTime
+from threadline.kit.db import JsonType, UtcDateTime
 from threadline.storage.metadata import id_column, metadata
 
 organizations = sa.Table(
@@ -10,6 +10,12 @@ organizations = sa.Table(
     sa.Column("name", sa.String(200), nullable=False),
     # NULL means the configured default; set by an operator (`threadline orgs set-limit`).
     sa.Column("rate_limit_per_minute", sa.Integer, nullable=True),
+    # Settings (PATCH /v1/settings). NULL means the documented default, so defaults can evolve.
+    sa.Column("default_model", sa.String(200), nullable=True),
+    sa.Column("instructions", sa.Text, nullable=True),
+    sa.Column("log_retention_days", sa.Integer, nullable=True),
+    sa.Column("allowed_origins", JsonType, nullable=True),
+    sa.Column("billing_enforced", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
 )

@@ -22,3 +22,13 @@ def organization_column() -> sa.Column[str]:
     """The tenant column: every row of every tenant table names its organization, and goes with it."""
     target = sa.ForeignKey("organizations.id", ondelete="CASCADE")
     return sa.Column("organization_id", sa.String(40), target, nullable=False)
+
+
+def search_key_column() -> sa.Column[int]:
+    """An integer primary key for tables a full-text index points into.
+
+    SQLite's FTS5 refers to rows by rowid, and only an ``INTEGER PRIMARY KEY`` keeps a rowid stable across
+    ``VACUUM``; PostgreSQL gets a bigint identity. The public, time-ordered id stays a unique column."""
+    return sa.Column(
+        "seq", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )

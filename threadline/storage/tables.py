@@ -1,9 +1,28 @@
 """Every domain's tables, imported in one place so migrations and tests see the whole schema."""
 
 from threadline.keys.tables import api_keys
+from threadline.messages.tables import messages
 from threadline.organizations.tables import organizations
 from threadline.projects.tables import projects
 from threadline.storage.metadata import metadata
+from threadline.threads.tables import threads
 from threadline.users.tables import users
 
-__all__ = ["api_keys", "metadata", "organizations", "projects", "users"]
+# Full-text objects the migrations create per dialect, outside the declared tables: SQLite FTS5 virtual
+# tables (and their shadow tables), PostgreSQL's generated search_vector columns.
+SEARCH_TABLE_PREFIXES = ("threads_fts", "messages_fts")
+SEARCH_COLUMNS = ("search_vector",)
+
+
+def is_declared(name: str | None, type_: str) -> bool:
+    """For Alembic's ``include_object``: leave the search objects to the migrations that own them."""
+    if name is None:
+        return True
+    if type_ == "table":
+        return not name.startswith(SEARCH_TABLE_PREFIXES)
+    if type_ in ("column", "index"):
+        return not (name in SEARCH_COLUMNS or name.startswith("ix_search_"))
+    return True
+
+
+__all__ = ["api_keys", "is_declared", "messages", "metadata", "organizations", "projects", "threads", "users"]

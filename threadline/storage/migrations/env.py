@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from threadline.kit.db import Database
-from threadline.storage.tables import metadata
+from threadline.storage.tables import is_declared, metadata
 
 config = context.config
 
@@ -19,6 +19,7 @@ def _run(connection: Connection) -> None:
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_object=lambda _obj, name, type_, _reflected, _compare_to: is_declared(name, type_),
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -1,0 +1,1 @@
+"""Messages: the turns of a thread, written by clients or by runs."""

@@ -1,0 +1,82 @@
+"""Message queries, each scoped to one organization (and, for listing, one thread)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from threadline.kit.pagination import CursorParams, fetch_cursor_page
+from threadline.messages.tables import messages
+
+Role = Literal["user", "assistant", "system", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    id: str
+    organization_id: str
+    thread_id: str
+    run_id: str | None
+    role: Role
+    content: str
+    metadata: dict[str, str]
+    created_at: datetime
+
+
+_COLUMNS = [c for c in messages.c if c.key != "seq"]
+
+
+def from_row(row: sa.RowMapping) -> Message:
+    return Message(
+        id=row["id"],
+        organization_id=row["organization_id"],
+        thread_id=row["thread_id"],
+        run_id=row["run_id"],
+        role=row["role"],
+        content=row["content"],
+        metadata=dict(row["meta"]),
+        created_at=row["created_at"],
+    )
+
+
+class MessageRepository:
+    def __init__(self, conn: AsyncConnection, organization_id: str) -> None:
+        self._conn = conn
+        self._organization_id = organization_id
+
+    async def insert(self, message: Message) -> None:
+        await self._conn.execute(
+            messages.insert().values(
+                id=message.id,
+                organization_id=self._organization_id,
+                thread_id=message.thread_id,
+                run_id=message.run_id,
+                role=message.role,
+                content=message.content,
+                meta=message.metadata,
+                created_at=message.created_at,
+            )
+        )
+
+    async def get(self, thread_id: str, message_id: str) -> Message | None:
+        query = sa.select(*_COLUMNS).where(
+            messages.c.id == message_id,
+            messages.c.thread_id == thread_id,
+            messages.c.organization_id == self._organization_id,
+        )
+        row = (await self._conn.execute(query)).mappings().first()
+        return from_row(row) if row else None
+
+    async def page(self, thread_id: str, params: CursorParams) -> tuple[Sequence[Message], str | None]:
+        query = sa.select(*_COLUMNS).where(
+            messages.c.thread_id == thread_id, messages.c.organization_id == self._organization_id
+        )
+        rows, next_cursor = await fetch_cursor_page(
+            self._conn, query, messages.c.id, params, newest_first=False
+        )
+        return [from_row(row._mapping) for row in rows], next_cursor

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+
+from threadline.keys.auth import principal_of
+from threadline.kit.deps import ConnDep, PageDep, ServicesDep
+from threadline.kit.errors import BadRequest
+from threadline.kit.openapi import AUTHENTICATED, errors
+from threadline.messages.repository import Role
+from threadline.search import service
+from threadline.search.backend import MessageFilter
+from threadline.search.query import MAX_QUERY_CHARS
+from threadline.search.schemas import MessageResults, ThreadResults
+
+router = APIRouter(prefix="/v1/search", tags=["search"])
+
+_Q_DESCRIPTION = (
+    'Required. Words (each also matches as a prefix and by stem), "quoted phrases", OR between alternatives, '
+    "-word to exclude."
+)
+Q = Annotated[str | None, Query(max_length=MAX_QUERY_CHARS, description=_Q_DESCRIPTION)]
+
+
+def _required(q: str | None) -> str:
+    if q is None or not q.strip():
+        raise BadRequest("Give the search words in the q query parameter.", missing_context=["q"])
+    return q
+
+
+@router.get(
+    "/threads",
+    operation_id="search.threads",
+    response_model=ThreadResults,
+    responses=errors(400, *AUTHENTICATED),
+)
+async def search_threads(
+    request: Request, conn: ConnDep, page: PageDep, services: ServicesDep, q: Q = None
+) -> ThreadResults:
+    """Threads whose title or metadata values match, by relevance then recency; page-based."""
+    return await service.search_threads(
+        conn, services.search, principal_of(request).organization_id, _required(q), page
+    )
+
+
+@router.get(
+    "/messages",
+    operation_id="search.messages",
+    response_model=MessageResults,
+    responses=errors(400, *AUTHENTICATED),
+)
+async def search_messages(
+    request: Request,
+    conn: ConnDep,
+    page: PageDep,
+    services: ServicesDep,
+    q: Q = None,
+    threadId: Annotated[str | None, Query(max_length=40, description="Only this thread's messages.")] = None,
+    role: Annotated[Role | None, Query(description="Only messages with this role.")] = None,
+) -> MessageResults:
+    """Messages whose content matches, by relevance then recency; page-based."""
+    where = MessageFilter(thread_id=threadId, role=role)
+    return await service.search_messages(
+        conn, services.search, principal_of(request).organization_id, _required(q), where, page
+    )

@@ -1,0 +1,1 @@
+"""Organization settings: defaults for runs, telemetry retention, intake CORS, billing enforcement."""

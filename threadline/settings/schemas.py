@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, StrictBool, StringConstraints
+
+from threadline.kit.schemas import RequestModel, ResponseModel
+from threadline.organizations.schemas import RateLimitOut
+
+MODEL_PROVIDERS = ("offline", "openai")
+MAX_INSTRUCTIONS_CHARS = 32_768
+MAX_ORIGINS = 50
+_MODEL = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*)/[A-Za-z0-9._:@/-]{1,160}$")
+_ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
+
+
+def _model(value: str) -> str:
+    match = _MODEL.match(value)
+    if match is None:
+        raise ValueError("a model is named provider/model, e.g. offline/scripted or openai/gpt-4o-mini")
+    if match["provider"] not in MODEL_PROVIDERS:
+        raise ValueError(f"unknown provider {match['provider']!r}; known: {', '.join(MODEL_PROVIDERS)}")
+    return value
+
+
+def _origins(value: list[str]) -> list[str]:
+    if not 1 <= len(value) <= MAX_ORIGINS:
+        raise ValueError(f"1 to {MAX_ORIGINS} origins")
+    for origin in value:
+        if origin != "*" and not _ORIGIN.match(origin):
+            raise ValueError(f"{origin!r} is not an origin: use '*' or scheme://host[:port] with no path")
+    return value
+
+
+ModelName = Annotated[str, StringConstraints(max_length=200), AfterValidator(_model)]
+Origins = Annotated[list[str], AfterValidator(_origins)]
+
+
+class SettingsUpdate(RequestModel):
+    """Fields present are replaced; fields absent are left as they are."""
+
+    default_model: ModelName | None = Field(None, description="Model for runs that name none.")
+    instructions: Annotated[str, StringConstraints(max_length=MAX_INSTRUCTIONS_CHARS)] | None = Field(
+        None, description="System instructions for runs that give none; null clears them."
+    )
+    log_retention_days: int | None = Field(
+        None, ge=1, le=3650, description="Telemetry older than this is deleted."
+    )
+    allowed_origins: Origins | None = Field(
+        None, description="Origins the intake answers browsers for (CORS); `*` for any."
+    )
+    billing_enforced: StrictBool | None = Field(
+        None, description="Refuse new runs (409 INSUFFICIENT_CREDITS) while the balance is not positive."
+    )
+    rate_limit: Any = Field(
+        None, description="Read-only: an operator changes it with `threadline orgs set-limit`."
+    )
+
+
+class SettingsOut(ResponseModel):
+    default_model: str
+    instructions: str | None
+    log_retention_days: int
+    allowed_origins: list[str]
+    billing_enforced: bool
+    rate_limit: RateLimitOut = Field(description="Read-only.")

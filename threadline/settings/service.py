@@ -1,0 +1,77 @@
+"""Settings live on the organization row; NULL means the documented default, resolved here only.
+
+A change is announced after commit (``org.updated``), which drops every process's cached principal for the
+organization, so the next request anywhere sees the new values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from threadline.config import Settings
+from threadline.keys.auth import ORG_UPDATED
+from threadline.kit.db import after_commit
+from threadline.kit.errors import BadRequest, NotFound
+from threadline.kit.signals import SignalBus
+from threadline.organizations import repository
+from threadline.organizations.repository import Organization
+from threadline.organizations.schemas import RateLimitOut
+from threadline.settings.schemas import SettingsOut
+
+DEFAULT_MODEL = "offline/scripted"
+DEFAULT_LOG_RETENTION_DAYS = 30
+DEFAULT_ALLOWED_ORIGINS = ("*",)
+_NOT_NULL = ("default_model", "log_retention_days", "allowed_origins", "billing_enforced")
+
+
+def effective(org: Organization, config: Settings) -> SettingsOut:
+    return SettingsOut(
+        default_model=org.default_model or DEFAULT_MODEL,
+        instructions=org.instructions,
+        log_retention_days=org.log_retention_days or DEFAULT_LOG_RETENTION_DAYS,
+        allowed_origins=list(org.allowed_origins or DEFAULT_ALLOWED_ORIGINS),
+        billing_enforced=org.billing_enforced,
+        rate_limit=RateLimitOut(
+            requests_per_minute=org.rate_limit_per_minute or config.default_rate_limit_per_minute
+        ),
+    )
+
+
+async def get_settings(conn: AsyncConnection, config: Settings, organization_id: str) -> SettingsOut:
+    org = await repository.get(conn, organization_id)
+    if org is None:  # pragma: no cover - the caller's own organization
+        raise NotFound("Organization not found.")
+    return effective(org, config)
+
+
+async def update_settings(
+    conn: AsyncConnection,
+    config: Settings,
+    signals: SignalBus,
+    organization_id: str,
+    changes: Mapping[str, Any],
+) -> SettingsOut:
+    """``changes`` holds only the fields the client sent."""
+    if "rate_limit" in changes:
+        raise BadRequest(
+            "rateLimit is read-only; an operator changes it with `threadline orgs set-limit`.",
+            reason="READ_ONLY_FIELD",
+        )
+    for name in _NOT_NULL:
+        if name in changes and changes[name] is None:
+            raise BadRequest(f"{_camel(name)} cannot be null.", reason="VALIDATION_FAILED")
+    if changes:
+        await repository.update(conn, organization_id, dict(changes))
+
+        async def announce() -> None:
+            await signals.publish(ORG_UPDATED, organization_id)
+
+        after_commit(conn, announce)
+    return await get_settings(conn, config, organization_id)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)

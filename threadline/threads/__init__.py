@@ -1,0 +1,1 @@
+"""Threads: conversations that messages belong to and runs execute on."""

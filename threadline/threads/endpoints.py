@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from threadline.keys.auth import principal_of
+from threadline.kit.deps import ConnDep, CursorDep
+from threadline.kit.errors import BadRequest
+from threadline.kit.metadata import MAX_KEY_CHARS, MAX_KEYS, MAX_VALUE_CHARS
+from threadline.kit.openapi import AUTHENTICATED, errors
+from threadline.kit.pagination import CursorPage
+from threadline.threads import service
+from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate
+
+router = APIRouter(prefix="/v1/threads", tags=["threads"])
+
+_METADATA_FILTER = {
+    "name": "metadata[key]",
+    "in": "query",
+    "required": False,
+    "description": "Only threads whose metadata has this value at this key; several keys must all match.",
+    "schema": {"type": "string"},
+    "style": "form",
+}
+
+
+def _metadata_filter(request: Request) -> dict[str, str]:
+    wanted: dict[str, str] = {}
+    for name, value in request.query_params.multi_items():
+        if not (name.startswith("metadata[") and name.endswith("]")):
+            continue
+        key = name[len("metadata[") : -1]
+        if not 1 <= len(key) <= MAX_KEY_CHARS or len(value) > MAX_VALUE_CHARS:
+            raise BadRequest(f"metadata filter {name!r} is out of bounds.", reason="VALIDATION_FAILED")
+        wanted[key] = value
+    if len(wanted) > MAX_KEYS:
+        raise BadRequest(f"At most {MAX_KEYS} metadata filters.", reason="VALIDATION_FAILED")
+    return wanted
+
+
+@router.get(
+    "",
+    operation_id="threads.list",
+    response_model=CursorPage[ThreadOut],
+    responses=errors(400, *AUTHENTICATED),
+    openapi_extra={"parameters": [_METADATA_FILTER]},
+)
+async def list_threads(request: Request, conn: ConnDep, page: CursorDep) -> CursorPage[ThreadOut]:
+    """The organization's threads, newest first."""
+    threads, next_cursor = await service.list_threads(
+        conn, principal_of(request).organization_id, page, _metadata_filter(request)
+    )
+    return CursorPage(data=[ThreadOut.of(t) for t in threads], next_cursor=next_cursor)
+
+
+@router.post(
+    "",
+    operation_id="threads.create",
+    status_code=201,
+    response_model=ThreadOut,
+    responses=errors(400, 413, *AUTHENTICATED),
+)
+async def create_thread(body: ThreadCreate, request: Request, conn: ConnDep) -> ThreadOut:
+    thread = await service.create_thread(
+        conn, principal_of(request).organization_id, title=body.title, metadata=body.metadata
+    )
+    return ThreadOut.of(thread)
+
+
+@router.get(
+    "/{threadId}", operation_id="threads.get", response_model=ThreadOut, responses=errors(404, *AUTHENTICATED)
+)
+async def get_thread(threadId: str, request: Request, conn: ConnDep) -> ThreadOut:
+    return ThreadOut.of(await service.get_thread(conn, principal_of(request).organization_id, threadId))
+
+
+@router.patch(
+    "/{threadId}",
+    operation_id="threads.update",
+    response_model=ThreadOut,
+    responses=errors(400, 404, 413, *AUTHENTICATED),
+)
+async def update_thread(threadId: str, body: ThreadUpdate, request: Request, conn: ConnDep) -> ThreadOut:
+    """Replaces the fields sent (``metadata`` as a whole map); leaves the others."""
+    changes = {name: getattr(body, name) for name in body.model_fields_set}
+    thread = await service.update_thread(conn, principal_of(request).organization_id, threadId, changes)
+    return ThreadOut.of(thread)
+
+
+@router.delete(
+    "/{threadId}",
+    operation_id="threads.delete",
+    response_model=ThreadOut,
+    responses=errors(404, *AUTHENTICATED),
+)
+async def delete_thread(threadId: str, request: Request, conn: ConnDep) -> ThreadOut:
+    """Deletes the thread with its messages; answers with the deleted thread."""
+    return ThreadOut.of(await service.delete_thread(conn, principal_of(request).organization_id, threadId))

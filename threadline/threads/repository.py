@@ -1,0 +1,113 @@
+"""Thread queries, each scoped to one organization."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from threadline.kit.db import UtcDateTime
+from threadline.kit.pagination import CursorParams, fetch_cursor_page
+from threadline.threads.tables import threads
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    id: str
+    organization_id: str
+    title: str | None
+    metadata: dict[str, str]
+    message_count: int
+    created_at: datetime
+    updated_at: datetime
+
+
+_COLUMNS = [c for c in threads.c if c.key not in ("seq", "search_text")]
+
+
+def from_row(row: sa.RowMapping) -> Thread:
+    return Thread(
+        id=row["id"],
+        organization_id=row["organization_id"],
+        title=row["title"],
+        metadata=dict(row["meta"]),
+        message_count=row["message_count"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def search_text(title: str | None, metadata: Mapping[str, str]) -> str:
+    """What thread search reads: the title and the metadata values."""
+    return "\n".join([title or "", *metadata.values()])
+
+
+class ThreadRepository:
+    def __init__(self, conn: AsyncConnection, organization_id: str) -> None:
+        self._conn = conn
+        self._organization_id = organization_id
+
+    def _where(self, thread_id: str) -> sa.ColumnElement[bool]:
+        return sa.and_(threads.c.id == thread_id, threads.c.organization_id == self._organization_id)
+
+    async def insert(self, thread: Thread) -> None:
+        await self._conn.execute(
+            threads.insert().values(
+                id=thread.id,
+                organization_id=self._organization_id,
+                title=thread.title,
+                meta=thread.metadata,
+                search_text=search_text(thread.title, thread.metadata),
+                message_count=0,
+                created_at=thread.created_at,
+                updated_at=thread.updated_at,
+            )
+        )
+
+    async def get(self, thread_id: str, *, for_update: bool = False) -> Thread | None:
+        query = sa.select(*_COLUMNS).where(self._where(thread_id))
+        if for_update:
+            query = query.with_for_update()
+        row = (await self._conn.execute(query)).mappings().first()
+        return from_row(row) if row else None
+
+    async def page(
+        self, params: CursorParams, metadata: Mapping[str, str]
+    ) -> tuple[Sequence[Thread], str | None]:
+        query = sa.select(*_COLUMNS).where(threads.c.organization_id == self._organization_id)
+        for key, value in metadata.items():
+            query = query.where(threads.c.meta[key].as_string() == value)
+        rows, next_cursor = await fetch_cursor_page(self._conn, query, threads.c.id, params)
+        return [from_row(row._mapping) for row in rows], next_cursor
+
+    async def update(
+        self, thread_id: str, *, title: str | None, metadata: dict[str, str], at: datetime
+    ) -> None:
+        await self._conn.execute(
+            threads.update()
+            .where(self._where(thread_id))
+            .values(
+                title=title, meta=metadata, search_text=search_text(title, metadata), updated_at=_later(at)
+            )
+        )
+
+    async def record_message(self, thread_id: str, at: datetime) -> bool:
+        """One more message: counted in the database (concurrent writers never lose one)."""
+        result = await self._conn.execute(
+            threads.update()
+            .where(self._where(thread_id))
+            .values(message_count=threads.c.message_count + 1, updated_at=_later(at))
+        )
+        return result.rowcount == 1
+
+    async def delete(self, thread_id: str) -> None:
+        await self._conn.execute(threads.delete().where(self._where(thread_id)))
+
+
+def _later(at: datetime) -> sa.ColumnElement[datetime]:
+    """``updated_at`` never moves backwards, whichever of two concurrent writers commits last."""
+    stamp = sa.literal(at, type_=UtcDateTime())
+    return sa.case((threads.c.updated_at < stamp, stamp), else_=threads.c.updated_at)

@@ -1,0 +1,68 @@
+"""Thread rules: ownership, partial updates, and deletion of everything a thread holds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from threadline.kit.clock import utcnow
+from threadline.kit.errors import BadRequest, NotFound
+from threadline.kit.ids import new_id
+from threadline.kit.pagination import CursorParams
+from threadline.threads.repository import Thread, ThreadRepository
+
+
+async def create_thread(
+    conn: AsyncConnection, organization_id: str, *, title: str | None, metadata: dict[str, str]
+) -> Thread:
+    now = utcnow()
+    thread = Thread(
+        id=new_id("thr"),
+        organization_id=organization_id,
+        title=title,
+        metadata=metadata,
+        message_count=0,
+        created_at=now,
+        updated_at=now,
+    )
+    await ThreadRepository(conn, organization_id).insert(thread)
+    return thread
+
+
+async def get_thread(conn: AsyncConnection, organization_id: str, thread_id: str) -> Thread:
+    thread = await ThreadRepository(conn, organization_id).get(thread_id)
+    if thread is None:
+        raise NotFound(f"Thread {thread_id} was not found.")
+    return thread
+
+
+async def list_threads(
+    conn: AsyncConnection, organization_id: str, params: CursorParams, metadata: Mapping[str, str]
+) -> tuple[Sequence[Thread], str | None]:
+    return await ThreadRepository(conn, organization_id).page(params, metadata)
+
+
+async def update_thread(
+    conn: AsyncConnection, organization_id: str, thread_id: str, changes: Mapping[str, object]
+) -> Thread:
+    """``changes`` holds only the fields the client sent (so ``title: null`` clears, absence keeps)."""
+    if "metadata" in changes and changes["metadata"] is None:
+        raise BadRequest("metadata cannot be null; send {} to clear it.", reason="VALIDATION_FAILED")
+    thread = await get_thread(conn, organization_id, thread_id)
+    title = changes.get("title", thread.title)
+    metadata = changes.get("metadata")
+    await ThreadRepository(conn, organization_id).update(
+        thread_id,
+        title=title if isinstance(title, str) else None,
+        metadata=dict(metadata) if isinstance(metadata, dict) else thread.metadata,
+        at=utcnow(),
+    )
+    return await get_thread(conn, organization_id, thread_id)
+
+
+async def delete_thread(conn: AsyncConnection, organization_id: str, thread_id: str) -> Thread:
+    """Messages (and, as they arrive, runs, events and artifacts) go with it: foreign keys cascade."""
+    thread = await get_thread(conn, organization_id, thread_id)
+    await ThreadRepository(conn, organization_id).delete(thread_id)
+    return thread

@@ -1,0 +1,20 @@
+import sqlalchemy as sa
+
+from threadline.kit.db import JsonType, UtcDateTime
+from threadline.storage.metadata import metadata, organization_column, search_key_column
+
+threads = sa.Table(
+    "threads",
+    metadata,
+    search_key_column(),
+    sa.Column("id", sa.String(40), nullable=False, unique=True),
+    organization_column(),
+    sa.Column("title", sa.String(256), nullable=True),
+    sa.Column("metadata", JsonType, key="meta", nullable=False),
+    # Title and metadata values, as the search index reads them (kept by the service on every write).
+    sa.Column("search_text", sa.Text, nullable=False),
+    sa.Column("message_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    sa.Index(None, "organization_id", "id"),
+)
