@@ -52,6 +52,10 @@ class Threadline:
         )
         self.keys = Keys(self)
         self.projects = Projects(self)
+        self.threads = Threads(self)
+        self.messages = Messages(self)
+        self.search = Search(self)
+        self.settings = SettingsResource(self)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         idempotent = method.upper() in _IDEMPOTENT
@@ -164,4 +168,96 @@ class Projects(_Resource):
 
     def get(self, project_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self._client.request("GET", f"{self.path}/{project_id}")
+        return result
+
+
+class Threads(_Resource):
+    path = "/threads"
+
+    def create(self, *, title: str | None = None, metadata: dict[str, str] | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"metadata": metadata or {}}
+        if title is not None:
+            body["title"] = title
+        result: dict[str, Any] = self._client.request("POST", self.path, json=body)
+        return result
+
+    def list(
+        self, *, limit: int | None = None, cursor: str | None = None, metadata: dict[str, str] | None = None
+    ) -> Page:
+        filters = {f"metadata[{key}]": value for key, value in (metadata or {}).items()}
+        return self._page({"limit": limit, "cursor": cursor, **filters})
+
+    def iterate(self, *, metadata: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
+        return self._iterate(lambda cursor: self.list(limit=100, cursor=cursor, metadata=metadata))
+
+    def get(self, thread_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("GET", f"{self.path}/{thread_id}")
+        return result
+
+    def update(self, thread_id: str, **changes: Any) -> dict[str, Any]:
+        """``title=...`` and/or ``metadata=...``; ``title=None`` clears the title."""
+        result: dict[str, Any] = self._client.request("PATCH", f"{self.path}/{thread_id}", json=changes)
+        return result
+
+    def delete(self, thread_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("DELETE", f"{self.path}/{thread_id}")
+        return result
+
+
+class Messages(_Resource):
+    def create(
+        self, thread_id: str, *, content: str, role: str = "user", metadata: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        body = {"content": content, "role": role, "metadata": metadata or {}}
+        result: dict[str, Any] = self._client.request("POST", f"/threads/{thread_id}/messages", json=body)
+        return result
+
+    def list(self, thread_id: str, *, limit: int | None = None, cursor: str | None = None) -> Page:
+        body = self._client.request(
+            "GET",
+            f"/threads/{thread_id}/messages",
+            params={k: v for k, v in {"limit": limit, "cursor": cursor}.items() if v is not None},
+        )
+        return Page(data=body["data"], next_cursor=body["nextCursor"])
+
+    def iterate(self, thread_id: str) -> Iterator[dict[str, Any]]:
+        return self._iterate(lambda cursor: self.list(thread_id, limit=100, cursor=cursor))
+
+    def get(self, thread_id: str, message_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("GET", f"/threads/{thread_id}/messages/{message_id}")
+        return result
+
+
+class Search(_Resource):
+    """Page-based: each call returns ``{"data": [...], "pagination": {...}}``."""
+
+    def threads(self, q: str, *, page: int = 1, limit: int | None = None) -> dict[str, Any]:
+        params = {k: v for k, v in {"q": q, "page": page, "limit": limit}.items() if v is not None}
+        result: dict[str, Any] = self._client.request("GET", "/search/threads", params=params)
+        return result
+
+    def messages(
+        self,
+        q: str,
+        *,
+        page: int = 1,
+        limit: int | None = None,
+        thread_id: str | None = None,
+        role: str | None = None,
+    ) -> dict[str, Any]:
+        params = {"q": q, "page": page, "limit": limit, "threadId": thread_id, "role": role}
+        result: dict[str, Any] = self._client.request(
+            "GET", "/search/messages", params={k: v for k, v in params.items() if v is not None}
+        )
+        return result
+
+
+class SettingsResource(_Resource):
+    def get(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("GET", "/settings")
+        return result
+
+    def update(self, **changes: Any) -> dict[str, Any]:
+        """camelCase field names, as on the wire: ``defaultModel=...``, ``logRetentionDays=...``."""
+        result: dict[str, Any] = self._client.request("PATCH", "/settings", json=changes)
         return result
