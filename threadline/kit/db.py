@@ -8,6 +8,8 @@ first makes writers queue instead. Reads stay deferred so they never wait for a 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -17,9 +19,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine import Connection, Dialect, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
+
+from threadline.kit import sqlite_driver
 
 log = logging.getLogger(__name__)
 
@@ -59,29 +63,48 @@ JsonType = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 
 class Database:
+    """SQLite (embedded: one process) and PostgreSQL behind one interface.
+
+    On SQLite, writers are queued by an asyncio lock before they take SQLite's write lock: SQLite itself
+    makes a blocked writer sleep and poll (``busy_timeout``), which under load turns into tens or hundreds
+    of milliseconds of latency. The pool is fixed-size: every aiosqlite connection is a thread, and an
+    overflow connection opened and closed per burst costs far more than waiting for a pooled one."""
+
+    _SQLITE_POOL = 16
+
     def __init__(self, url: str, *, pool_size: int = 10) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
-        kwargs: dict[str, Any] = {}
-        if not self.is_sqlite:
+        kwargs: dict[str, Any]
+        if self.is_sqlite:
+            kwargs = {
+                "pool_size": self._SQLITE_POOL,
+                "max_overflow": 0,
+                "pool_reset_on_return": None,
+                "async_creator": sqlite_driver.creator(make_url(url).database or ""),
+            }
+        else:
             kwargs = {"pool_size": pool_size, "max_overflow": pool_size, "pool_pre_ping": True}
         self.engine: AsyncEngine = create_async_engine(url, **kwargs)
+        self._writers = asyncio.Lock() if self.is_sqlite else None
         if self.is_sqlite:
             _install_sqlite_hooks(self.engine)
 
     @asynccontextmanager
     async def transaction(self, *, write: bool = True) -> AsyncIterator[AsyncConnection]:
         """Commit on normal exit, roll back on any exception; the only place a transaction ends."""
-        async with self.engine.connect() as conn:
+        queue = self._writers if write and self._writers is not None else contextlib.nullcontext()
+        callbacks: list[AfterCommit] = []
+        async with queue, self.engine.connect() as conn:
             if write:
                 await conn.execution_options(**{_WRITE_OPTION: True})
-            callbacks: list[AfterCommit] = []
             conn.info[_AFTER_COMMIT] = callbacks
             try:
                 async with conn.begin():
                     yield conn
             finally:
                 conn.info.pop(_AFTER_COMMIT, None)
+        # After the commit and after the writer queue is released: callbacks may write themselves.
         for callback in callbacks:
             try:
                 await callback()
@@ -99,8 +122,7 @@ class Database:
 def _install_sqlite_hooks(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
-        # Autocommit at the driver level: SQLAlchemy's "begin" hook below emits BEGIN itself.
-        dbapi_connection.isolation_level = None
+        # The driver connects in autocommit mode (sqlite_driver.creator): the "begin" hook emits BEGIN.
         cursor = dbapi_connection.cursor()
         for pragma in (
             "PRAGMA journal_mode=WAL",
