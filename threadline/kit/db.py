@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -91,19 +91,27 @@ class Database:
             _install_sqlite_hooks(self.engine)
 
     @asynccontextmanager
-    async def transaction(self, *, write: bool = True) -> AsyncIterator[AsyncConnection]:
-        """Commit on normal exit, roll back on any exception; the only place a transaction ends."""
+    async def transaction(self, *, write: bool = True, long: bool = False) -> AsyncIterator[AsyncConnection]:
+        """Commit on normal exit, roll back on any exception; the only place a transaction ends.
+
+        ``long``: the transaction runs queries that may take milliseconds (full-text search); on SQLite
+        they then run on a worker thread instead of the event loop (see ``sqlite_driver``)."""
         queue = self._writers if write and self._writers is not None else contextlib.nullcontext()
         callbacks: list[AfterCommit] = []
         async with queue, self.engine.connect() as conn:
             if write:
                 await conn.execution_options(**{_WRITE_OPTION: True})
+            if long and self.is_sqlite:
+                driver = cast(sqlite_driver.Connection, (await conn.get_raw_connection()).driver_connection)
+                driver.inline = False  # reset below: the pooled connection goes back inline
             conn.info[_AFTER_COMMIT] = callbacks
             try:
                 async with conn.begin():
                     yield conn
             finally:
                 conn.info.pop(_AFTER_COMMIT, None)
+                if long and self.is_sqlite:
+                    driver.inline = True
         # After the commit and after the writer queue is released: callbacks may write themselves.
         for callback in callbacks:
             try:

@@ -1,12 +1,18 @@
 """A small asyncio driver for SQLite, shaped like aiosqlite for SQLAlchemy's aiosqlite dialect.
 
-aiosqlite moves every DBAPI call to its thread on its own: creating a cursor, executing, fetching and
-closing it are four round trips through the event loop for one statement, and under load those round
-trips, not SQLite, were most of a request's time (measured: ~1.2 ms for a one-row read). Here a statement
-is one round trip: the statement runs, and its rows are fetched, in one call on a worker thread (SQLite
-releases the GIL while it works, so a long query does not stall the loop). Commits and rollbacks are one
-round trip each. Connections are used by one task at a time (SQLAlchemy's pool guarantees it), so the
-sqlite3 connection is safely shared with whichever worker thread runs the call.
+aiosqlite moves every DBAPI call to its thread: creating a cursor, executing, fetching and closing it are
+four round trips through the event loop for one statement, and those round trips, not SQLite, were most
+of a request's time (measured: ~1.2 ms for a one-row read under load). Here:
+
+* statements run on the event loop itself: an indexed read or a one-row write takes SQLite tens of
+  microseconds, less than a single thread round trip;
+* what can wait runs on a worker thread, one round trip each: ``BEGIN IMMEDIATE`` (it may wait for another
+  process's write lock), the ``COMMIT`` of a write (it waits for the disk), and every statement of a
+  connection marked ``inline = False`` (long queries such as full-text search; SQLite releases the GIL
+  while it works, so they run beside the loop instead of stalling it).
+
+Connections are used by one task at a time (SQLAlchemy's pool guarantees it), so the sqlite3 connection is
+safely shared with whichever thread runs the call.
 """
 
 from __future__ import annotations
@@ -26,8 +32,12 @@ class Connection:
         self._conn = connection
         # SQLAlchemy's adapter reads aiosqlite's ``_connection`` to know whether the connection is open.
         self._connection: sqlite3.Connection | None = connection
+        self.inline = True
+        self._writing = False
 
-    async def _run(self, function: Callable[..., T], *args: Any) -> T:
+    async def _run(self, function: Callable[..., T], *args: Any, wait: bool = False) -> T:
+        if self.inline and not wait:
+            return function(*args)
         return await asyncio.get_running_loop().run_in_executor(None, partial(function, *args))
 
     def cursor(self) -> Cursor:
@@ -38,9 +48,11 @@ class Connection:
         return self._conn.isolation_level
 
     async def commit(self) -> None:
-        await self._run(self._conn.commit)
+        writing, self._writing = self._writing, False
+        await self._run(self._conn.commit, wait=writing)
 
     async def rollback(self) -> None:
+        self._writing = False
         await self._run(self._conn.rollback)
 
     async def close(self) -> None:
@@ -92,7 +104,12 @@ class Cursor:
         await self.close()
 
     async def execute(self, sql: str, parameters: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
-        result = await self._connection._run(self._connection.execute_and_fetch, sql, parameters)
+        takes_lock = sql.startswith("BEGIN IMMEDIATE")
+        if takes_lock:
+            self._connection._writing = True
+        result = await self._connection._run(
+            self._connection.execute_and_fetch, sql, parameters, wait=takes_lock
+        )
         self.description, self.rowcount, self.lastrowid, self._rows = result
         return self
 

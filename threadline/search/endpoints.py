@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 
 from threadline.keys.auth import principal_of
-from threadline.kit.deps import ConnDep, PageDep, ServicesDep
+from threadline.kit.deps import PageDep, ServicesDep
 from threadline.kit.errors import BadRequest
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.messages.repository import Role
@@ -36,11 +36,11 @@ def _required(q: str | None) -> str:
     responses=errors(400, *AUTHENTICATED),
 )
 async def search_threads(
-    request: Request, conn: ConnDep, page: PageDep, services: ServicesDep, q: Q = None
+    request: Request, page: PageDep, services: ServicesDep, q: Q = None
 ) -> ThreadResults:
     """Threads whose title or metadata values match, by relevance then recency; page-based."""
     return await service.search_threads(
-        conn, services.search, principal_of(request).organization_id, _required(q), page
+        services.db, services.search, principal_of(request).organization_id, _required(q), page
     )
 
 
@@ -52,7 +52,6 @@ async def search_threads(
 )
 async def search_messages(
     request: Request,
-    conn: ConnDep,
     page: PageDep,
     services: ServicesDep,
     q: Q = None,
@@ -62,5 +61,5 @@ async def search_messages(
     """Messages whose content matches, by relevance then recency; page-based."""
     where = MessageFilter(thread_id=threadId, role=role)
     return await service.search_messages(
-        conn, services.search, principal_of(request).organization_id, _required(q), where, page
+        services.db, services.search, principal_of(request).organization_id, _required(q), where, page
     )

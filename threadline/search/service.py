@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
+from threadline.kit.db import Database
 from threadline.kit.pagination import PageParams, SearchPagination, total_pages
 from threadline.messages.repository import from_row as message_from_row
 from threadline.messages.schemas import MessageOut
@@ -21,9 +20,11 @@ def _pagination(page: PageParams, total: int) -> SearchPagination:
 
 
 async def search_threads(
-    conn: AsyncConnection, backend: SearchBackend, organization_id: str, q: str, page: PageParams
+    db: Database, backend: SearchBackend, organization_id: str, q: str, page: PageParams
 ) -> ThreadResults:
-    hits = await backend.threads(conn, organization_id, parse(q), page)
+    query = parse(q)
+    async with db.transaction(write=False, long=True) as conn:  # a search may take milliseconds
+        hits = await backend.threads(conn, organization_id, query, page)
     data = [
         ThreadHit(**ThreadOut.of(thread_from_row(row)).model_dump(), snippet=snippet)
         for row, snippet in hits.rows
@@ -32,14 +33,16 @@ async def search_threads(
 
 
 async def search_messages(
-    conn: AsyncConnection,
+    db: Database,
     backend: SearchBackend,
     organization_id: str,
     q: str,
     where: MessageFilter,
     page: PageParams,
 ) -> MessageResults:
-    hits = await backend.messages(conn, organization_id, parse(q), where, page)
+    query = parse(q)
+    async with db.transaction(write=False, long=True) as conn:  # a search may take milliseconds
+        hits = await backend.messages(conn, organization_id, query, where, page)
     data = [
         MessageHit(**MessageOut.of(message_from_row(row)).model_dump(), snippet=snippet)
         for row, snippet in hits.rows
