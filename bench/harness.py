@@ -218,11 +218,17 @@ def run_wrk(
     connections: int,
     threads: int = 1,
     headers: Mapping[str, str] | None = None,
+    script: Path | None = None,
 ) -> WrkResult:
-    """One wrk run. Non-2xx answers fail the benchmark: a fast 401 or 429 is not a fast endpoint."""
+    """One wrk run. Non-2xx answers fail the benchmark: a fast 401 or 429 is not a fast endpoint.
+
+    ``script`` is a wrk Lua script (``-s``), for what the command line cannot say: another method, a body.
+    """
     argv = [require_wrk(), f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--latency"]
     for name, value in (headers or {}).items():
         argv += ["-H", f"{name}: {value}"]
+    if script is not None:
+        argv += ["-s", str(script)]
     argv.append(url)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 60)
     if done.returncode != 0:
@@ -236,6 +242,27 @@ def run_wrk(
     if result.requests == 0:
         raise BenchError(f"wrk completed no requests against {url}:\n{done.stdout}")
     return result
+
+
+def lua_string(value: str) -> str:
+    """A Lua string literal for ``value``: every byte outside printable ASCII, and the quote and backslash,
+    as a decimal escape, so no body (JSON quotes, newlines, UTF-8) can break or alter the script."""
+    out = []
+    for byte in value.encode():
+        char = chr(byte)
+        out.append(char if 0x20 <= byte < 0x7F and char not in '"\\' else f"\\{byte:03d}")
+    return '"' + "".join(out) + '"'
+
+
+def wrk_request_script(method: str, body: str | None = None, headers: Mapping[str, str] | None = None) -> str:
+    """A wrk Lua script sending every request with ``method``, ``body`` and ``headers``; wrk's command line
+    only does GET without a body."""
+    lines = [f"wrk.method = {lua_string(method)}"]
+    if body is not None:
+        lines.append(f"wrk.body = {lua_string(body)}")
+    for name, value in (headers or {}).items():
+        lines.append(f"wrk.headers[{lua_string(name)}] = {lua_string(value)}")
+    return "\n".join(lines) + "\n"
 
 
 def median(values: Sequence[float]) -> float:
