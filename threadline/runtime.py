@@ -86,7 +86,7 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
     try:
         await signals.start()
         authenticator.start()
-        search = backend_for(db.engine.dialect.name)
+        search = backend_for(db.dialect_name)
         yield Services(settings, db, redis, limiter, signals, authenticator, search)
     finally:
         await authenticator.aclose()

@@ -19,8 +19,7 @@ async def test_migrated_schema_matches_the_tables(services: Services) -> None:
         }
         return list(compare_metadata(MigrationContext.configure(conn, opts=options), metadata))
 
-    async with services.db.engine.connect() as conn:
-        assert await conn.run_sync(differences) == []
+    assert await services.db.run_sync(differences) == []
 
 
 async def test_search_objects_exist(services: Services) -> None:
@@ -33,8 +32,7 @@ async def test_search_objects_exist(services: Services) -> None:
             found |= {c["name"] for c in inspector.get_columns(table)}
         return found
 
-    async with services.db.engine.connect() as conn:
-        present = await conn.run_sync(names)
+    present = await services.db.run_sync(names)
     if services.db.is_sqlite:
         assert {"threads_fts", "messages_fts"} <= present
     else:

@@ -87,9 +87,8 @@ def init(
     refusal = "this database is already initialised; add organizations with `threadline orgs create`"
 
     async def initialised(db: Database) -> bool:
-        async with db.engine.connect() as conn:
-            if not await conn.run_sync(lambda sync: sa.inspect(sync).has_table(organizations.name)):
-                return False
+        if not await db.run_sync(lambda sync: sa.inspect(sync).has_table(organizations.name)):
+            return False
         async with db.transaction(write=False) as conn:
             return await org_repository.count(conn) > 0
 

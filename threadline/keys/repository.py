@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from threadline.keys.tables import api_keys
 from threadline.keys.tokens import KeyType
+from threadline.kit.db import Conn
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
 from threadline.organizations import repository as org_repository
 from threadline.organizations.repository import Organization
@@ -39,12 +39,12 @@ def _from_row(row: sa.RowMapping) -> ApiKey:
     return ApiKey(**{c.key: row[c.key] for c in _KEY_COLUMNS})
 
 
-async def insert(conn: AsyncConnection, key: ApiKey, key_hash: str) -> None:
+async def insert(conn: Conn, key: ApiKey, key_hash: str) -> None:
     values = {c.key: getattr(key, c.key) for c in _KEY_COLUMNS}
     await conn.execute(api_keys.insert().values(**values, key_hash=key_hash))
 
 
-async def find_by_hash(conn: AsyncConnection, key_hash: str) -> tuple[ApiKey, Organization] | None:
+async def find_by_hash(conn: Conn, key_hash: str) -> tuple[ApiKey, Organization] | None:
     query = (
         sa.select(*_KEY_COLUMNS, *org_repository.columns("org_"))
         .join(organizations, organizations.c.id == api_keys.c.organization_id)
@@ -56,7 +56,7 @@ async def find_by_hash(conn: AsyncConnection, key_hash: str) -> tuple[ApiKey, Or
     return _from_row(row), org_repository.from_row(row, "org_")
 
 
-async def record_usage(conn: AsyncConnection, used: Mapping[str, datetime]) -> None:
+async def record_usage(conn: Conn, used: Mapping[str, datetime]) -> None:
     if not used:
         return
     statement = (
@@ -71,7 +71,7 @@ async def record_usage(conn: AsyncConnection, used: Mapping[str, datetime]) -> N
 
 
 class KeyRepository:
-    def __init__(self, conn: AsyncConnection, organization_id: str) -> None:
+    def __init__(self, conn: Conn, organization_id: str) -> None:
         self._conn = conn
         self._organization_id = organization_id
 

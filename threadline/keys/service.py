@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from threadline.keys import repository
 from threadline.keys.auth import KEY_REVOKED
 from threadline.keys.repository import ApiKey, KeyRepository
 from threadline.keys.tokens import KeyType, generate_key, hash_key
 from threadline.kit.clock import utcnow
-from threadline.kit.db import after_commit
+from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import BadRequest, NotFound
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams
@@ -20,7 +18,7 @@ from threadline.projects.repository import ProjectRepository
 
 
 async def create_key(
-    conn: AsyncConnection,
+    conn: Conn,
     organization_id: str,
     *,
     name: str,
@@ -55,7 +53,7 @@ async def create_key(
     return key, value
 
 
-async def get_key(conn: AsyncConnection, organization_id: str, key_id: str) -> ApiKey:
+async def get_key(conn: Conn, organization_id: str, key_id: str) -> ApiKey:
     key = await KeyRepository(conn, organization_id).get(key_id)
     if key is None:
         raise NotFound(f"Key {key_id} was not found.")
@@ -63,12 +61,12 @@ async def get_key(conn: AsyncConnection, organization_id: str, key_id: str) -> A
 
 
 async def list_keys(
-    conn: AsyncConnection, organization_id: str, params: CursorParams, key_type: KeyType | None
+    conn: Conn, organization_id: str, params: CursorParams, key_type: KeyType | None
 ) -> tuple[Sequence[ApiKey], str | None]:
     return await KeyRepository(conn, organization_id).page(params, key_type)
 
 
-async def revoke_key(conn: AsyncConnection, signals: SignalBus, organization_id: str, key_id: str) -> ApiKey:
+async def revoke_key(conn: Conn, signals: SignalBus, organization_id: str, key_id: str) -> ApiKey:
     """Idempotent: revoking a revoked key returns it unchanged. Every process hears of it after commit."""
     keys = KeyRepository(conn, organization_id)
     key = await get_key(conn, organization_id, key_id)

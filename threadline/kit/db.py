@@ -1,9 +1,18 @@
 """One SQLAlchemy Core layer over both storage shapes.
 
-SQLite needs two things PostgreSQL does not: WAL and durability pragmas on every connection, and write
-transactions that take the write lock up front (``BEGIN IMMEDIATE``). A deferred transaction that reads and
-then writes can fail with SQLITE_BUSY at the upgrade, which ``busy_timeout`` does not retry; taking the lock
-first makes writers queue instead. Reads stay deferred so they never wait for a writer (WAL).
+PostgreSQL runs on SQLAlchemy's asyncio engine (asyncpg). SQLite runs on SQLAlchemy's plain engine, called
+from the event loop through a thin async facade: an indexed SQLite statement takes tens of microseconds,
+less than the machinery of the asyncio adapter around it (greenlets, a thread round trip per DBAPI call;
+measured: a transaction with nothing in it cost 200 us that way, 40 us this way). What can wait runs on a
+worker thread instead: ``BEGIN IMMEDIATE`` (it may wait for another process's write lock), the commit of a
+write (it waits for the disk), and every statement of a ``long`` transaction (full-text search; SQLite
+releases the GIL while it works, so it runs beside the loop).
+
+SQLite also needs WAL and durability pragmas on every connection, and write transactions that take the
+write lock up front (``BEGIN IMMEDIATE``): a deferred transaction that reads and then writes can fail with
+SQLITE_BUSY at the upgrade, which ``busy_timeout`` does not retry. Writers of this process queue on an
+asyncio lock before that, because SQLite makes a blocked writer sleep and poll. Reads stay deferred and
+never wait for a writer (WAL).
 """
 
 from __future__ import annotations
@@ -14,25 +23,34 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, Protocol, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.engine import Connection, Dialect, make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.engine import Connection, CursorResult, Dialect, Engine, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
-
-from threadline.kit import sqlite_driver
+from sqlalchemy.sql.base import Executable
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 _WRITE_OPTION = "threadline_write"
 _AFTER_COMMIT = "threadline_after_commit"
 AfterCommit = Callable[[], Awaitable[None]]
 
 
-def after_commit(conn: AsyncConnection, callback: AfterCommit) -> None:
+class Conn(Protocol):
+    """What repositories use of a connection, whichever engine serves it."""
+
+    @property
+    def info(self) -> dict[Any, Any]: ...
+
+    async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult[Any]: ...
+
+
+def after_commit(conn: Conn, callback: AfterCommit) -> None:
     """Run ``callback`` once the current transaction has committed (never if it rolls back).
 
     For telling other processes about a change: announced earlier, they could re-read the old row."""
@@ -62,56 +80,85 @@ class UtcDateTime(sa.types.TypeDecorator[datetime]):
 JsonType = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 
+async def _in_thread(function: Callable[[], T]) -> T:
+    """Run ``function`` on a worker thread and see it finish even if the caller is cancelled meanwhile:
+    the connection it uses must not be touched again until it has."""
+    future = asyncio.get_running_loop().run_in_executor(None, function)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await future
+        raise
+
+
+class _SqliteConnection:
+    """The async face of a plain SQLAlchemy connection (see the module docstring)."""
+
+    def __init__(self, connection: Connection, long: bool) -> None:
+        self._connection = connection
+        self._long = long
+
+    @property
+    def info(self) -> dict[Any, Any]:
+        return self._connection.info
+
+    async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult[Any]:
+        if not self._long:
+            return self._connection.execute(statement, parameters)
+        return await _in_thread(lambda: self._connection.execute(statement, parameters))
+
+
 class Database:
-    """SQLite (embedded: one process) and PostgreSQL behind one interface.
-
-    On SQLite, writers are queued by an asyncio lock before they take SQLite's write lock: SQLite itself
-    makes a blocked writer sleep and poll (``busy_timeout``), which under load turns into tens or hundreds
-    of milliseconds of latency. The pool is fixed-size: every aiosqlite connection is a thread, and an
-    overflow connection opened and closed per burst costs far more than waiting for a pooled one."""
-
     _SQLITE_POOL = 16
 
     def __init__(self, url: str, *, pool_size: int = 10) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
-        kwargs: dict[str, Any]
+        self._async_engine: AsyncEngine | None = None
+        self._sync_engine: Engine | None = None
         if self.is_sqlite:
-            kwargs = {
-                "pool_size": self._SQLITE_POOL,
-                "max_overflow": 0,
-                "pool_reset_on_return": None,
-                "async_creator": sqlite_driver.creator(make_url(url).database or ""),
-            }
+            path = make_url(url).database or ""
+            self._sync_engine = sa.create_engine(
+                f"sqlite:///{path}",
+                pool_size=self._SQLITE_POOL,
+                max_overflow=0,
+                pool_reset_on_return=None,
+                connect_args={"isolation_level": None, "check_same_thread": False, "timeout": 10},
+            )
+            _install_sqlite_hooks(self._sync_engine)
+            # Never wait for a pooled connection on the loop: a slot is awaited first.
+            self._slots = asyncio.Semaphore(self._SQLITE_POOL)
+            self._writers = asyncio.Lock()
         else:
-            kwargs = {"pool_size": pool_size, "max_overflow": pool_size, "pool_pre_ping": True}
-        self.engine: AsyncEngine = create_async_engine(url, **kwargs)
-        self._writers = asyncio.Lock() if self.is_sqlite else None
-        if self.is_sqlite:
-            _install_sqlite_hooks(self.engine)
+            self._async_engine = create_async_engine(
+                url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+            )
+
+    @property
+    def dialect_name(self) -> str:
+        engine = self._sync_engine or self._async_engine
+        assert engine is not None
+        return engine.dialect.name
 
     @asynccontextmanager
-    async def transaction(self, *, write: bool = True, long: bool = False) -> AsyncIterator[AsyncConnection]:
+    async def transaction(self, *, write: bool = True, long: bool = False) -> AsyncIterator[Conn]:
         """Commit on normal exit, roll back on any exception; the only place a transaction ends.
 
-        ``long``: the transaction runs queries that may take milliseconds (full-text search); on SQLite
-        they then run on a worker thread instead of the event loop (see ``sqlite_driver``)."""
-        queue = self._writers if write and self._writers is not None else contextlib.nullcontext()
+        ``long``: the transaction runs queries that may take milliseconds (full-text search)."""
         callbacks: list[AfterCommit] = []
-        async with queue, self.engine.connect() as conn:
-            if write:
-                await conn.execution_options(**{_WRITE_OPTION: True})
-            if long and self.is_sqlite:
-                driver = cast(sqlite_driver.Connection, (await conn.get_raw_connection()).driver_connection)
-                driver.inline = False  # reset below: the pooled connection goes back inline
-            conn.info[_AFTER_COMMIT] = callbacks
-            try:
-                async with conn.begin():
-                    yield conn
-            finally:
-                conn.info.pop(_AFTER_COMMIT, None)
-                if long and self.is_sqlite:
-                    driver.inline = True
+        if self._sync_engine is not None:
+            async with self._sqlite_transaction(write, long, callbacks) as conn:
+                yield conn
+        else:
+            assert self._async_engine is not None
+            async with self._async_engine.connect() as connection:
+                connection.info[_AFTER_COMMIT] = callbacks
+                try:
+                    async with connection.begin():
+                        yield connection
+                finally:
+                    connection.info.pop(_AFTER_COMMIT, None)
         # After the commit and after the writer queue is released: callbacks may write themselves.
         for callback in callbacks:
             try:
@@ -119,18 +166,62 @@ class Database:
             except Exception:
                 log.exception("after-commit callback failed")
 
+    @asynccontextmanager
+    async def _sqlite_transaction(
+        self, write: bool, long: bool, callbacks: list[AfterCommit]
+    ) -> AsyncIterator[Conn]:
+        assert self._sync_engine is not None
+        queue = self._writers if write else contextlib.nullcontext()
+        async with queue, self._slots:
+            connection = self._sync_engine.connect()
+            try:
+                if write:
+                    connection = connection.execution_options(**{_WRITE_OPTION: True})
+                    transaction = await _in_thread(connection.begin)
+                else:
+                    transaction = connection.begin()
+                connection.info[_AFTER_COMMIT] = callbacks
+                try:
+                    yield _SqliteConnection(connection, long)
+                except BaseException:
+                    transaction.rollback()
+                    raise
+                if write:
+                    await _in_thread(transaction.commit)
+                else:
+                    transaction.commit()
+            finally:
+                connection.info.pop(_AFTER_COMMIT, None)
+                connection.close()
+
+    async def run_sync(self, function: Callable[[Connection], T]) -> T:
+        """``function`` with a plain connection in a committed transaction (migrations, inspection)."""
+        if self._sync_engine is not None:
+            engine = self._sync_engine
+
+            def run() -> T:
+                with engine.begin() as connection:
+                    return function(connection)
+
+            return await _in_thread(run)
+        assert self._async_engine is not None
+        async with self._async_engine.begin() as connection:
+            return await connection.run_sync(function)
+
     async def ping(self) -> None:
-        async with self.engine.connect() as conn:
-            await conn.execute(sa.text("SELECT 1"))
+        await self.run_sync(lambda connection: connection.execute(sa.text("SELECT 1")).scalar_one())
 
     async def dispose(self) -> None:
-        await self.engine.dispose()
+        if self._sync_engine is not None:
+            self._sync_engine.dispose()
+        if self._async_engine is not None:
+            await self._async_engine.dispose()
 
 
-def _install_sqlite_hooks(engine: AsyncEngine) -> None:
-    @event.listens_for(engine.sync_engine, "connect")
+def _install_sqlite_hooks(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
-        # The driver connects in autocommit mode (sqlite_driver.creator): the "begin" hook emits BEGIN.
+        # The driver connects in autocommit mode (isolation_level=None): the "begin" hook emits BEGIN.
         cursor = dbapi_connection.cursor()
         for pragma in (
             "PRAGMA journal_mode=WAL",
@@ -141,7 +232,7 @@ def _install_sqlite_hooks(engine: AsyncEngine) -> None:
             cursor.execute(pragma)
         cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         write = conn.get_execution_options().get(_WRITE_OPTION, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from threadline.kit.db import Conn
 from threadline.kit.pagination import CursorParams, PageParams, cursor_params, page_params
 
 if TYPE_CHECKING:
@@ -25,13 +25,13 @@ async def get_services(request: Request) -> Services:
 ServicesDep = Annotated["Services", Depends(get_services)]
 
 
-async def get_connection(request: Request) -> AsyncIterator[AsyncConnection]:
+async def get_connection(request: Request) -> AsyncIterator[Conn]:
     async with (await get_services(request)).db.transaction(
         write=request.method not in _READ_METHODS
     ) as conn:
         yield conn
 
 
-ConnDep = Annotated[AsyncConnection, Depends(get_connection, scope="function")]
+ConnDep = Annotated[Conn, Depends(get_connection, scope="function")]
 CursorDep = Annotated[CursorParams, Depends(cursor_params)]
 PageDep = Annotated[PageParams, Depends(page_params)]

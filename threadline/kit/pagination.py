@@ -19,8 +19,8 @@ from typing import Annotated, Generic, TypeVar
 
 import sqlalchemy as sa
 from fastapi import Query
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from threadline.kit.db import Conn
 from threadline.kit.errors import BadRequest
 from threadline.kit.schemas import ResponseModel
 
@@ -71,7 +71,7 @@ async def cursor_params(
 
 
 async def fetch_cursor_page(
-    conn: AsyncConnection,
+    conn: Conn,
     query: sa.Select[tuple[object, ...]],
     id_column: sa.ColumnElement[str],
     params: CursorParams,
@@ -125,7 +125,7 @@ class LedgerPagination(ResponseModel):
 
 
 async def fetch_numbered_page(
-    conn: AsyncConnection, query: sa.Select[tuple[object, ...]], params: PageParams
+    conn: Conn, query: sa.Select[tuple[object, ...]], params: PageParams
 ) -> tuple[Sequence[sa.Row[tuple[object, ...]]], int]:
     """One window of an ordered query and the total it is a window of (one count, one window)."""
     total = (

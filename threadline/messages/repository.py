@@ -8,8 +8,8 @@ from datetime import datetime
 from typing import Literal
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from threadline.kit.db import Conn
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
 from threadline.messages.tables import messages
 
@@ -45,7 +45,7 @@ def from_row(row: sa.RowMapping) -> Message:
 
 
 class MessageRepository:
-    def __init__(self, conn: AsyncConnection, organization_id: str) -> None:
+    def __init__(self, conn: Conn, organization_id: str) -> None:
         self._conn = conn
         self._organization_id = organization_id
 

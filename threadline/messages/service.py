@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from threadline.kit.clock import utcnow
+from threadline.kit.db import Conn
 from threadline.kit.errors import NotFound
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams
@@ -17,7 +16,7 @@ from threadline.threads.service import get_thread
 
 
 async def append_message(
-    conn: AsyncConnection,
+    conn: Conn,
     organization_id: str,
     thread_id: str,
     *,
@@ -43,9 +42,7 @@ async def append_message(
     return message
 
 
-async def get_message(
-    conn: AsyncConnection, organization_id: str, thread_id: str, message_id: str
-) -> Message:
+async def get_message(conn: Conn, organization_id: str, thread_id: str, message_id: str) -> Message:
     message = await MessageRepository(conn, organization_id).get(thread_id, message_id)
     if message is None:
         raise NotFound(f"Message {message_id} was not found in thread {thread_id}.")
@@ -53,7 +50,7 @@ async def get_message(
 
 
 async def list_messages(
-    conn: AsyncConnection, organization_id: str, thread_id: str, params: CursorParams
+    conn: Conn, organization_id: str, thread_id: str, params: CursorParams
 ) -> tuple[Sequence[Message], str | None]:
     await get_thread(conn, organization_id, thread_id)  # 404 for a thread the caller cannot see
     return await MessageRepository(conn, organization_id).page(thread_id, params)

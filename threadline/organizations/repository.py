@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from threadline.kit.clock import utcnow
+from threadline.kit.db import Conn
 from threadline.kit.ids import new_id
 from threadline.organizations.tables import organizations
 
@@ -48,7 +48,7 @@ def from_row(row: sa.RowMapping, prefix: str = "") -> Organization:
     )
 
 
-async def insert(conn: AsyncConnection, name: str) -> Organization:
+async def insert(conn: Conn, name: str) -> Organization:
     now = utcnow()
     org = Organization(id=new_id("org"), name=name, rate_limit_per_minute=None, created_at=now)
     await conn.execute(
@@ -59,7 +59,7 @@ async def insert(conn: AsyncConnection, name: str) -> Organization:
     return org
 
 
-async def update(conn: AsyncConnection, organization_id: str, values: dict[str, object]) -> bool:
+async def update(conn: Conn, organization_id: str, values: dict[str, object]) -> bool:
     result = await conn.execute(
         organizations.update()
         .where(organizations.c.id == organization_id)
@@ -68,7 +68,7 @@ async def update(conn: AsyncConnection, organization_id: str, values: dict[str, 
     return result.rowcount == 1
 
 
-async def get(conn: AsyncConnection, organization_id: str) -> Organization | None:
+async def get(conn: Conn, organization_id: str) -> Organization | None:
     row = (
         (await conn.execute(sa.select(organizations).where(organizations.c.id == organization_id)))
         .mappings()
@@ -77,7 +77,7 @@ async def get(conn: AsyncConnection, organization_id: str) -> Organization | Non
     return from_row(row) if row else None
 
 
-async def set_rate_limit(conn: AsyncConnection, organization_id: str, per_minute: int | None) -> bool:
+async def set_rate_limit(conn: Conn, organization_id: str, per_minute: int | None) -> bool:
     result = await conn.execute(
         organizations.update()
         .where(organizations.c.id == organization_id)
@@ -86,5 +86,5 @@ async def set_rate_limit(conn: AsyncConnection, organization_id: str, per_minute
     return result.rowcount == 1
 
 
-async def count(conn: AsyncConnection) -> int:
+async def count(conn: Conn) -> int:
     return int((await conn.execute(sa.select(sa.func.count()).select_from(organizations))).scalar_one())

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from threadline.keys.auth import ORG_UPDATED
 from threadline.keys.repository import ApiKey
 from threadline.keys.service import create_key
-from threadline.kit.db import after_commit
+from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import NotFound
 from threadline.kit.signals import SignalBus
 from threadline.organizations import repository
@@ -28,7 +26,7 @@ class NewOrganization:
     public_value: str
 
 
-async def create_organization(conn: AsyncConnection, name: str) -> NewOrganization:
+async def create_organization(conn: Conn, name: str) -> NewOrganization:
     """An organization ready to use: its ``default`` project and one key of each type."""
     org = await repository.insert(conn, name)
     project = await create_project(conn, org.id, "default")
@@ -40,7 +38,7 @@ async def create_organization(conn: AsyncConnection, name: str) -> NewOrganizati
 
 
 async def set_rate_limit(
-    conn: AsyncConnection, signals: SignalBus, organization_id: str, per_minute: int
+    conn: Conn, signals: SignalBus, organization_id: str, per_minute: int
 ) -> Organization:
     if not await repository.set_rate_limit(conn, organization_id, per_minute):
         raise NotFound(f"Organization {organization_id} was not found.")

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from threadline.kit.clock import utcnow
+from threadline.kit.db import Conn
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
 from threadline.projects.tables import projects
@@ -30,7 +30,7 @@ def _from_row(row: sa.RowMapping) -> Project:
 
 
 class ProjectRepository:
-    def __init__(self, conn: AsyncConnection, organization_id: str) -> None:
+    def __init__(self, conn: Conn, organization_id: str) -> None:
         self._conn = conn
         self._organization_id = organization_id
 

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
+from threadline.kit.db import Conn
 from threadline.kit.errors import NotFound
 from threadline.kit.pagination import CursorParams
 from threadline.projects.repository import Project, ProjectRepository
 
 
-async def create_project(conn: AsyncConnection, organization_id: str, name: str) -> Project:
+async def create_project(conn: Conn, organization_id: str, name: str) -> Project:
     return await ProjectRepository(conn, organization_id).insert(name)
 
 
-async def get_project(conn: AsyncConnection, organization_id: str, project_id: str) -> Project:
+async def get_project(conn: Conn, organization_id: str, project_id: str) -> Project:
     project = await ProjectRepository(conn, organization_id).get(project_id)
     if project is None:
         raise NotFound(f"Project {project_id} was not found.")
@@ -23,6 +22,6 @@ async def get_project(conn: AsyncConnection, organization_id: str, project_id: s
 
 
 async def list_projects(
-    conn: AsyncConnection, organization_id: str, params: CursorParams
+    conn: Conn, organization_id: str, params: CursorParams
 ) -> tuple[Sequence[Project], str | None]:
     return await ProjectRepository(conn, organization_id).page(params)

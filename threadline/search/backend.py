@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from threadline.kit.db import Conn
 from threadline.kit.pagination import PageParams
 from threadline.search.query import Query
 
@@ -32,13 +32,11 @@ class Hits:
 
 
 class SearchBackend(Protocol):
-    async def threads(
-        self, conn: AsyncConnection, organization_id: str, query: Query, page: PageParams
-    ) -> Hits: ...
+    async def threads(self, conn: Conn, organization_id: str, query: Query, page: PageParams) -> Hits: ...
 
     async def messages(
         self,
-        conn: AsyncConnection,
+        conn: Conn,
         organization_id: str,
         query: Query,
         where: MessageFilter,

@@ -5,8 +5,8 @@ the rows of the page only (headlines are costly; they are never computed for row
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from threadline.kit.db import Conn
 from threadline.kit.pagination import PageParams
 from threadline.messages.tables import messages
 from threadline.search.backend import ELLIPSIS, MARK_END, MARK_START, Hits, MessageFilter
@@ -19,7 +19,7 @@ _HEADLINE = (
 
 
 async def _search(
-    conn: AsyncConnection,
+    conn: Conn,
     table: sa.Table,
     text_column: sa.Column[str],
     filters: list[sa.ColumnElement[bool]],
@@ -57,15 +57,13 @@ async def _search(
 
 
 class PostgresSearch:
-    async def threads(
-        self, conn: AsyncConnection, organization_id: str, query: Query, page: PageParams
-    ) -> Hits:
+    async def threads(self, conn: Conn, organization_id: str, query: Query, page: PageParams) -> Hits:
         filters = [threads.c.organization_id == organization_id]
         return await _search(conn, threads, threads.c.search_text, filters, query, page)
 
     async def messages(
         self,
-        conn: AsyncConnection,
+        conn: Conn,
         organization_id: str,
         query: Query,
         where: MessageFilter,

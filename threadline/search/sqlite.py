@@ -6,8 +6,8 @@ than the query visiting every match to filter it afterwards."""
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from threadline.kit.db import Conn
 from threadline.kit.pagination import PageParams
 from threadline.messages.tables import messages
 from threadline.search.backend import ELLIPSIS, MARK_END, MARK_START, Hits, MessageFilter
@@ -23,7 +23,7 @@ def _snippet(fts: str) -> sa.ColumnElement[str]:
     return sa.func.snippet(sa.literal_column(fts), 0, MARK_START, MARK_END, ELLIPSIS, 24)
 
 
-async def _search(conn: AsyncConnection, table: sa.Table, fts: str, match: str, page: PageParams) -> Hits:
+async def _search(conn: Conn, table: sa.Table, fts: str, match: str, page: PageParams) -> Hits:
     index = sa.table(fts, sa.column("rowid"))
     matches = sa.text(f"{fts} MATCH :match").bindparams(match=match)
     total = (await conn.execute(sa.select(sa.func.count()).select_from(index).where(matches))).scalar_one()
@@ -44,15 +44,13 @@ async def _search(conn: AsyncConnection, table: sa.Table, fts: str, match: str, 
 
 
 class SqliteSearch:
-    async def threads(
-        self, conn: AsyncConnection, organization_id: str, query: Query, page: PageParams
-    ) -> Hits:
+    async def threads(self, conn: Conn, organization_id: str, query: Query, page: PageParams) -> Hits:
         match = f"{_exact('organization_id', organization_id)} AND search_text : ({to_fts5(query)})"
         return await _search(conn, threads, "threads_fts", match, page)
 
     async def messages(
         self,
-        conn: AsyncConnection,
+        conn: Conn,
         organization_id: str,
         query: Query,
         where: MessageFilter,

@@ -8,11 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from threadline.config import Settings
 from threadline.keys.auth import ORG_UPDATED
-from threadline.kit.db import after_commit
+from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import BadRequest, NotFound
 from threadline.kit.signals import SignalBus
 from threadline.organizations import repository
@@ -39,7 +37,7 @@ def effective(org: Organization, config: Settings) -> SettingsOut:
     )
 
 
-async def get_settings(conn: AsyncConnection, config: Settings, organization_id: str) -> SettingsOut:
+async def get_settings(conn: Conn, config: Settings, organization_id: str) -> SettingsOut:
     org = await repository.get(conn, organization_id)
     if org is None:  # pragma: no cover - the caller's own organization
         raise NotFound("Organization not found.")
@@ -47,7 +45,7 @@ async def get_settings(conn: AsyncConnection, config: Settings, organization_id:
 
 
 async def update_settings(
-    conn: AsyncConnection,
+    conn: Conn,
     config: Settings,
     signals: SignalBus,
     organization_id: str,

@@ -34,5 +34,4 @@ async def is_current(db: Database) -> bool:
     def current(conn: Connection) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
-    async with db.engine.connect() as conn:
-        return await conn.run_sync(current) == head
+    return await db.run_sync(current) == head

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from threadline.kit.db import UtcDateTime
+from threadline.kit.db import Conn, UtcDateTime
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
 from threadline.threads.tables import threads
 
@@ -46,7 +45,7 @@ def search_text(title: str | None, metadata: Mapping[str, str]) -> str:
 
 
 class ThreadRepository:
-    def __init__(self, conn: AsyncConnection, organization_id: str) -> None:
+    def __init__(self, conn: Conn, organization_id: str) -> None:
         self._conn = conn
         self._organization_id = organization_id
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from threadline.kit.clock import utcnow
+from threadline.kit.db import Conn
 from threadline.kit.errors import BadRequest, NotFound
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams
@@ -14,7 +13,7 @@ from threadline.threads.repository import Thread, ThreadRepository
 
 
 async def create_thread(
-    conn: AsyncConnection, organization_id: str, *, title: str | None, metadata: dict[str, str]
+    conn: Conn, organization_id: str, *, title: str | None, metadata: dict[str, str]
 ) -> Thread:
     now = utcnow()
     thread = Thread(
@@ -30,7 +29,7 @@ async def create_thread(
     return thread
 
 
-async def get_thread(conn: AsyncConnection, organization_id: str, thread_id: str) -> Thread:
+async def get_thread(conn: Conn, organization_id: str, thread_id: str) -> Thread:
     thread = await ThreadRepository(conn, organization_id).get(thread_id)
     if thread is None:
         raise NotFound(f"Thread {thread_id} was not found.")
@@ -38,13 +37,13 @@ async def get_thread(conn: AsyncConnection, organization_id: str, thread_id: str
 
 
 async def list_threads(
-    conn: AsyncConnection, organization_id: str, params: CursorParams, metadata: Mapping[str, str]
+    conn: Conn, organization_id: str, params: CursorParams, metadata: Mapping[str, str]
 ) -> tuple[Sequence[Thread], str | None]:
     return await ThreadRepository(conn, organization_id).page(params, metadata)
 
 
 async def update_thread(
-    conn: AsyncConnection, organization_id: str, thread_id: str, changes: Mapping[str, object]
+    conn: Conn, organization_id: str, thread_id: str, changes: Mapping[str, object]
 ) -> Thread:
     """``changes`` holds only the fields the client sent (so ``title: null`` clears, absence keeps)."""
     if "metadata" in changes and changes["metadata"] is None:
@@ -61,7 +60,7 @@ async def update_thread(
     return await get_thread(conn, organization_id, thread_id)
 
 
-async def delete_thread(conn: AsyncConnection, organization_id: str, thread_id: str) -> Thread:
+async def delete_thread(conn: Conn, organization_id: str, thread_id: str) -> Thread:
     """Messages (and, as they arrive, runs, events and artifacts) go with it: foreign keys cascade."""
     thread = await get_thread(conn, organization_id, thread_id)
     await ThreadRepository(conn, organization_id).delete(thread_id)

@@ -10,9 +10,9 @@ from datetime import datetime
 import sqlalchemy as sa
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from threadline.kit.clock import utcnow
+from threadline.kit.db import Conn
 from threadline.kit.ids import new_id
 from threadline.users.tables import users
 
@@ -32,7 +32,7 @@ def generate_password() -> str:
     return secrets.token_urlsafe(18)
 
 
-async def create_owner(conn: AsyncConnection, organization_id: str, email: str, password: str) -> User:
+async def create_owner(conn: Conn, organization_id: str, email: str, password: str) -> User:
     user = User(
         id=new_id("usr"),
         organization_id=organization_id,
@@ -53,7 +53,7 @@ async def create_owner(conn: AsyncConnection, organization_id: str, email: str, 
     return user
 
 
-async def verify_login(conn: AsyncConnection, email: str, password: str) -> User | None:
+async def verify_login(conn: Conn, email: str, password: str) -> User | None:
     row = (await conn.execute(sa.select(users).where(users.c.email == email.lower()))).mappings().first()
     if row is None:
         _hasher.hash(password)  # same cost whether or not the email exists: no account enumeration by timing

@@ -28,9 +28,7 @@ def _run(connection: Connection) -> None:
 async def _run_async(url: str) -> None:
     database = Database(url)
     try:
-        async with database.engine.connect() as conn:
-            await conn.run_sync(_run)
-            await conn.commit()
+        await database.run_sync(_run)
     finally:
         await database.dispose()
 
