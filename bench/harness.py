@@ -14,6 +14,7 @@ import signal
 import socket
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -189,6 +190,19 @@ _NON_2XX = re.compile(r"^\s*Non-2xx or 3xx responses:\s+(\d+)\s*$", re.MULTILINE
 _SOCKET_ERRORS = re.compile(
     r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", re.MULTILINE
 )
+
+
+# The same server stack `threadline serve` runs on, so a baseline differs from us only in the app.
+UVICORN_OPTIONS = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"]
+
+
+def baseline_argv(module: str, port: int) -> list[str]:
+    """A bare app of bench/ on uvicorn, one worker. --no-server-header: ours sends none either, so both
+    answers carry the same framing."""
+    return [
+        sys.executable, "-m", "uvicorn", f"{module}:app", "--app-dir", str(BENCH_DIR),
+        "--host", "127.0.0.1", "--port", str(port), *UVICORN_OPTIONS, "--no-server-header",
+    ]  # fmt: skip
 
 
 def parse_wrk(output: str) -> WrkResult:

@@ -20,11 +20,11 @@ from typing import Any
 
 import httpx
 from harness import (
-    BENCH_DIR,
     RESULTS_DIR,
     BenchError,
     WrkResult,
     as_json,
+    baseline_argv,
     clean_env,
     format_table,
     free_port,
@@ -41,7 +41,6 @@ TARGET_RATIO = 0.8
 TARGET_TEXT = "GET /v1/me at >= 0.8 of the bare FastAPI endpoint's requests/s"
 # The highest limit `orgs set-limit` accepts; the bucket holds a minute's worth, far more than a run sends.
 RATE_LIMIT = 10_000_000
-UVICORN_OPTIONS = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"]
 
 
 def parse_args() -> argparse.Namespace:
@@ -86,20 +85,10 @@ def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
     body_file = data_dir / "me-body.json"
     body_file.write_bytes(response.content)
 
-    # --no-server-header: ours sends none either, so both answers carry the same framing.
-    baseline_argv = [sys.executable, "-m", "uvicorn", "baseline_app:app", "--app-dir", str(BENCH_DIR)]
-    baseline_argv += [
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(baseline_port),
-        *UVICORN_OPTIONS,
-        "--no-server-header",
-    ]
     baseline = stack.enter_context(
         running_server(
             "baseline",
-            baseline_argv,
+            baseline_argv("baseline_app", baseline_port),
             clean_env(BENCH_ME_BODY_FILE=str(body_file)),
             f"http://127.0.0.1:{baseline_port}/v1/me",
             data_dir,

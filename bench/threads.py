@@ -25,12 +25,12 @@ from typing import Any
 
 import httpx
 from harness import (
-    BENCH_DIR,
     RESULTS_DIR,
     BenchError,
     Server,
     WrkResult,
     as_json,
+    baseline_argv,
     clean_env,
     format_table,
     free_port,
@@ -48,7 +48,6 @@ from threadline.kit.ids import new_id
 
 # The highest limit `orgs set-limit` accepts; the bucket holds a minute's worth, far more than a run sends.
 RATE_LIMIT = 10_000_000
-UVICORN_OPTIONS = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"]
 PAGE_SIZE = 20
 LIST_PATH = f"/v1/threads?limit={PAGE_SIZE}"
 CREATE_PATH = "/v1/threads"
@@ -204,20 +203,10 @@ def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
     body_file = data_dir / "threads-bodies.json"
     body_file.write_text(json.dumps({"page": baseline_page, "created": created}))
 
-    # --no-server-header: ours sends none either, so both answers carry the same framing.
-    baseline_argv = [sys.executable, "-m", "uvicorn", "baseline_list_app:app", "--app-dir", str(BENCH_DIR)]
-    baseline_argv += [
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(baseline_port),
-        *UVICORN_OPTIONS,
-        "--no-server-header",
-    ]
     baseline = stack.enter_context(
         running_server(
             "baseline",
-            baseline_argv,
+            baseline_argv("baseline_list_app", baseline_port),
             clean_env(BENCH_THREADS_BODY_FILE=str(body_file)),
             f"http://127.0.0.1:{baseline_port}{LIST_PATH}",
             data_dir,
