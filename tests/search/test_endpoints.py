@@ -129,6 +129,8 @@ class TestMessages:
             await search(client, tenant, "messages", q="kangaroo", threadId=first, role="assistant")
         ) == [answer]
         assert ids(await search(client, tenant, "messages", q="kangaroo", threadId=theirs)) == []
+        for odd in ("nope", "thr_", '"x"', "_"):
+            assert ids(await search(client, tenant, "messages", q="kangaroo", threadId=odd)) == []
 
     async def test_pagination_totals_and_past_the_end(
         self, client: httpx.AsyncClient, tenant: Tenant

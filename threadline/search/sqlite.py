@@ -16,6 +16,9 @@ from threadline.threads.tables import threads
 
 
 def _exact(column: str, value: str) -> str:
+    """A filter on an indexed column; ids are indexed without their prefix (migration 0002)."""
+    if column.endswith("_id"):
+        value = value.partition("_")[2] or value
     return f'{column} : "' + value.replace('"', '""') + '"'
 
 

@@ -118,11 +118,19 @@ _FTS = {
 }
 
 
+def _indexed(column: str) -> str:
+    """Ids are indexed without their prefix: "org_01jq…" would be the two tokens "org" and "01jq…", and a
+    filter on it a phrase whose first word is in every row. The bare id is one rare token."""
+    if column.endswith(("organization_id", "thread_id")):
+        return f"substr({column}, instr({column}, '_') + 1)"
+    return column
+
+
 def _create_fts5() -> None:
     for table, (fts, columns) in _FTS.items():
         cols = ", ".join(columns)
-        new = ", ".join(f"new.{c}" for c in columns)
-        old = ", ".join(f"old.{c}" for c in columns)
+        new = ", ".join(_indexed(f"new.{c}") for c in columns)
+        old = ", ".join(_indexed(f"old.{c}") for c in columns)
         op.execute(
             f"CREATE VIRTUAL TABLE {fts} USING fts5({cols}, content='{table}', content_rowid='seq', {_TOKENIZE})"
         )
