@@ -16,6 +16,7 @@ from threadline.search.query import Phrase, parse, to_fts5, to_tsquery
         ("deploy", '"deploy"*', "deploy:*"),
         ("Deploy FAILED", '"deploy"* AND ("failed"* OR "fail"*)', "deploy:* & failed:*"),
         ("deploying", '("deploying"* OR "deploy"*)', "deploying:*"),
+        ("ins", '"ins"*', "ins:*"),
         (
             '"deploy failed" OR rollback',
             '("deploy failed" OR "rollback"*)',

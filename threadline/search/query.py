@@ -79,7 +79,12 @@ def parse(text: str) -> Query:
 
 
 def stem(word: str) -> str:
-    """English stem (Snowball), the part of a word its inflections share: "deploying" -> "deploy"."""
+    """English stem (Snowball), the part of a word its inflections share: "deploying" -> "deploy".
+
+    Words of three letters or fewer are left alone: typed as a prefix they are usually the start of a
+    longer word ("ins" for "insurance"), and their stems ("ins" -> "in") would match half the corpus."""
+    if len(word) <= 3:
+        return word
     stemmed: str = _stemmer.stemWord(word)
     return stemmed
 
