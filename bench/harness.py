@@ -7,6 +7,7 @@ always stopped and temporary data removed, whatever happens (errors, Ctrl-C, SIG
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -16,8 +17,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
@@ -312,3 +313,28 @@ def as_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [as_json(item) for item in value]
     return value
+
+
+def run_main(
+    args: Any,
+    benchmark: Callable[[Any, ExitStack], Any],
+    report: Callable[[Any], str],
+    errors: tuple[type[BaseException], ...] = (),
+) -> int:
+    """The life of every benchmark script: run it with everything it starts on one exit stack (so any
+    exit path stops servers and removes data), print the report, write the JSON results."""
+    interrupt_on_sigterm()
+    try:
+        with ExitStack() as stack:
+            results = benchmark(args, stack)
+    except (BenchError, subprocess.SubprocessError, httpx.HTTPError, *errors) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; servers stopped and temporary data removed", file=sys.stderr)
+        return 130
+    print(report(results))
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(as_json(results), indent=2, default=str) + "\n")
+    print(f"\nresults written to {args.output}")
+    return 0

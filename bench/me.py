@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,16 +22,15 @@ from harness import (
     RESULTS_DIR,
     BenchError,
     WrkResult,
-    as_json,
     baseline_argv,
     clean_env,
     format_table,
     free_port,
-    interrupt_on_sigterm,
     median,
     ratio,
     require_wrk,
     run_checked,
+    run_main,
     run_wrk,
     running_server,
 )
@@ -162,21 +160,7 @@ def report(results: dict[str, Any]) -> str:
 def main() -> int:
     args = parse_args()
     require_wrk()
-    interrupt_on_sigterm()
-    try:
-        with ExitStack() as stack:
-            results = benchmark(args, stack)
-    except (BenchError, subprocess.SubprocessError, httpx.HTTPError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted; servers stopped and temporary data removed", file=sys.stderr)
-        return 130
-    print(report(results))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(as_json(results), indent=2) + "\n")
-    print(f"\nresults written to {args.output}")
-    return 0
+    return run_main(args, benchmark, report, ())
 
 
 if __name__ == "__main__":

@@ -43,8 +43,8 @@ from harness import (
     clean_env,
     format_table,
     free_port,
-    interrupt_on_sigterm,
     run_checked,
+    run_main,
     running_server,
 )
 from sqlalchemy import event
@@ -1142,22 +1142,7 @@ def report(results: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    args = parse_args()
-    interrupt_on_sigterm()
-    try:
-        with ExitStack() as stack:
-            results = benchmark(args, stack)
-    except (BenchError, subprocess.SubprocessError, httpx.HTTPError, OSError, asyncpg.PostgresError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted; servers stopped, temporary data and database removed", file=sys.stderr)
-        return 130
-    print(report(results))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=2, default=str) + "\n")
-    print(f"\nresults written to {args.output}")
-    return 0
+    return run_main(parse_args(), benchmark, report, (OSError, asyncpg.PostgresError))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import argparse
 import json
 import platform
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,16 +28,15 @@ from harness import (
     BenchError,
     Server,
     WrkResult,
-    as_json,
     baseline_argv,
     clean_env,
     format_table,
     free_port,
-    interrupt_on_sigterm,
     median,
     ratio,
     require_wrk,
     run_checked,
+    run_main,
     run_wrk,
     running_server,
     wrk_request_script,
@@ -344,21 +342,7 @@ def report(results: dict[str, Any]) -> str:
 def main() -> int:
     args = parse_args()
     require_wrk()
-    interrupt_on_sigterm()
-    try:
-        with ExitStack() as stack:
-            results = benchmark(args, stack)
-    except (BenchError, subprocess.SubprocessError, httpx.HTTPError, sqlite3.Error) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted; servers stopped and temporary data removed", file=sys.stderr)
-        return 130
-    print(report(results))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(as_json(results), indent=2) + "\n")
-    print(f"\nresults written to {args.output}")
-    return 0
+    return run_main(args, benchmark, report, (sqlite3.Error,))
 
 
 if __name__ == "__main__":
