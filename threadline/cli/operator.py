@@ -5,30 +5,26 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import sqlalchemy as sa
 import typer
 
 from threadline.cli.output import emit_json, fail
-from threadline.config import Settings
-from threadline.kit.db import Database
-from threadline.kit.errors import ApiError
-from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
-from threadline.organizations import repository as org_repository
-from threadline.organizations import service as org_service
-from threadline.organizations.schemas import OrganizationOut
-from threadline.organizations.tables import organizations
-from threadline.projects.schemas import ProjectOut
-from threadline.runtime import connect_redis
-from threadline.storage import migrate as migrations
-from threadline.users import service as users
 
+if TYPE_CHECKING:
+    from threadline.config import Settings
+    from threadline.kit.db import Database
+    from threadline.organizations.service import NewOrganization
+
+# The server's modules are imported inside the commands that use them: client commands and --help then
+# start without loading SQLAlchemy, FastAPI and the migrations.
 T = TypeVar("T")
 orgs = typer.Typer(no_args_is_help=True, help="Organizations (operator).")
 
 
 def _settings() -> Settings:
+    from threadline.config import Settings
+
     settings = Settings()
     if settings.is_sqlite:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -36,6 +32,11 @@ def _settings() -> Settings:
 
 
 def _run(settings: Settings, work: Callable[[Database], Awaitable[T]]) -> T:
+    import sqlalchemy as sa
+
+    from threadline.kit.db import Database
+    from threadline.kit.errors import ApiError
+
     async def main() -> T:
         db = Database(settings.resolved_database_url)
         try:
@@ -52,13 +53,20 @@ def _run(settings: Settings, work: Callable[[Database], Awaitable[T]]) -> T:
 
 
 def _migrate(settings: Settings) -> None:
+    import sqlalchemy as sa
+
+    from threadline.storage import migrate as migrations
+
     try:
         migrations.upgrade(settings.resolved_database_url)
     except (OSError, sa.exc.OperationalError, sa.exc.InterfaceError) as error:
         fail(f"cannot migrate the database: {error}")
 
 
-def _bootstrap_json(new: org_service.NewOrganization, settings: Settings) -> dict[str, Any]:
+def _bootstrap_json(new: NewOrganization, settings: Settings) -> dict[str, Any]:
+    from threadline.organizations.schemas import OrganizationOut
+    from threadline.projects.schemas import ProjectOut
+
     limit = new.organization.rate_limit_per_minute or settings.default_rate_limit_per_minute
     return {
         "organization": OrganizationOut.of(new.organization, limit).model_dump(mode="json"),
@@ -83,6 +91,13 @@ def init(
     owner_email: Annotated[str, typer.Option(help="Email of the dashboard owner login.")] = "owner@localhost",
 ) -> None:
     """Create the database, organization `default`, project `default`, the owner login and two keys."""
+    import sqlalchemy as sa
+
+    from threadline.organizations import repository as org_repository
+    from threadline.organizations import service as org_service
+    from threadline.organizations.tables import organizations
+    from threadline.users import service as users
+
     settings = _settings()
     refusal = "this database is already initialised; add organizations with `threadline orgs create`"
 
@@ -119,6 +134,8 @@ def migrate() -> None:
 
 
 def _check_schema(settings: Settings) -> None:
+    from threadline.storage import migrate as migrations
+
     if not _run(settings, migrations.is_current):
         fail(
             "the database schema is not current: run `threadline migrate` (or `threadline init` on a new one)"
@@ -166,6 +183,8 @@ def create_org(
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Another organization, with its default project and one key of each type."""
+    from threadline.organizations import service as org_service
+
     settings = _settings()
     if not name.strip() or len(name) > 200:
         fail("the name must be 1 to 200 characters")
@@ -181,6 +200,10 @@ def create_org(
 
 def list_orgs(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Every organization, oldest first."""
+    import sqlalchemy as sa
+
+    from threadline.organizations.tables import organizations
+
     settings = _settings()
 
     async def work(db: Database) -> list[dict[str, Any]]:
@@ -207,6 +230,10 @@ def set_limit(
     requests_per_minute: Annotated[int, typer.Option("--requests-per-minute", min=1, max=10_000_000)],
 ) -> None:
     """Raise or lower an organization's rate limit; running servers apply it at once."""
+    from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
+    from threadline.organizations import service as org_service
+    from threadline.runtime import connect_redis
+
     settings = _settings()
 
     async def work(db: Database) -> None:
