@@ -38,8 +38,3 @@ def new_id(prefix: str) -> str:
             _last_random = secrets.randbits(80)
         value = (now_ms << 80) | _last_random
     return f"{prefix}_{_encode(value)}"
-
-
-def is_valid_id(value: str, prefix: str) -> bool:
-    head, sep, body = value.partition("_")
-    return sep == "_" and head == prefix and len(body) == _LENGTH and all(c in _ALPHABET for c in body)

@@ -77,14 +77,5 @@ async def get(conn: Conn, organization_id: str) -> Organization | None:
     return from_row(row) if row else None
 
 
-async def set_rate_limit(conn: Conn, organization_id: str, per_minute: int | None) -> bool:
-    result = await conn.execute(
-        organizations.update()
-        .where(organizations.c.id == organization_id)
-        .values(rate_limit_per_minute=per_minute, updated_at=utcnow())
-    )
-    return result.rowcount == 1
-
-
 async def count(conn: Conn) -> int:
     return int((await conn.execute(sa.select(sa.func.count()).select_from(organizations))).scalar_one())

@@ -40,7 +40,7 @@ async def create_organization(conn: Conn, name: str) -> NewOrganization:
 async def set_rate_limit(
     conn: Conn, signals: SignalBus, organization_id: str, per_minute: int
 ) -> Organization:
-    if not await repository.set_rate_limit(conn, organization_id, per_minute):
+    if not await repository.update(conn, organization_id, {"rate_limit_per_minute": per_minute}):
         raise NotFound(f"Organization {organization_id} was not found.")
 
     async def announce() -> None:

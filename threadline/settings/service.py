@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic.alias_generators import to_camel
+
 from threadline.config import Settings
 from threadline.keys.auth import ORG_UPDATED
 from threadline.kit.db import Conn, after_commit
@@ -59,7 +61,7 @@ async def update_settings(
         )
     for name in _NOT_NULL:
         if name in changes and changes[name] is None:
-            raise BadRequest(f"{_camel(name)} cannot be null.", reason="VALIDATION_FAILED")
+            raise BadRequest(f"{to_camel(name)} cannot be null.", reason="VALIDATION_FAILED")
     if changes:
         await repository.update(conn, organization_id, dict(changes))
 
@@ -68,8 +70,3 @@ async def update_settings(
 
         after_commit(conn, announce)
     return await get_settings(conn, config, organization_id)
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
