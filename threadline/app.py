@@ -16,6 +16,7 @@ from threadline.projects.endpoints import router as projects_router
 from threadline.runtime import Services
 from threadline.search.endpoints import router as search_router
 from threadline.settings.endpoints import router as settings_router
+from threadline.telemetry.endpoints import router as logs_router
 from threadline.telemetry.intake import create_intake_app
 from threadline.threads.endpoints import router as threads_router
 
@@ -32,6 +33,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         messages_router,
         settings_router,
         search_router,
+        logs_router,
         health.router,
         docs.router,
     )

@@ -2,28 +2,41 @@
 the API and the intake, so the two surfaces cannot drift apart.
 
     RequestContextMiddleware   request id, rate-limit headers, 500 envelope for anything unhandled
-      AccessMiddleware         body size, credential, key type, rate limit (before routing)
-        FastAPI router         handlers; ApiError/validation/routing errors -> envelope
+      (surface's own)          the intake's CORS, which must answer preflights before authentication
+        AccessMiddleware       body size, credential, key type, rate limit (before routing)
+          FastAPI router       handlers; ApiError/validation/routing errors -> envelope
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
 
 from threadline.config import Settings
 from threadline.keys.middleware import AccessMiddleware, Surface
 from threadline.kit.context import RequestContextMiddleware
+from threadline.kit.errors import ErrorRenderer, render_envelope
 from threadline.kit.handlers import install_error_handlers
 from threadline.kit.routing import OperationIndex
 from threadline.runtime import Runtime, Services, open_services
 
 
-def assemble(title: str, surface: Surface, settings: Settings, services: Services | None) -> FastAPI:
+def assemble(
+    title: str,
+    surface: Surface,
+    settings: Settings,
+    services: Services | None,
+    *,
+    body_limit: int | None = None,
+    render_error: ErrorRenderer = render_envelope,
+    outer: Sequence[tuple[type[Any], dict[str, Any]]] = (),
+) -> FastAPI:
     """``services`` given: they belong to the caller (``serve`` shares one set between both surfaces).
-    Not given: the app's lifespan opens and closes its own."""
+    Not given: the app's lifespan opens and closes its own. ``outer``: middleware classes and their
+    arguments (besides ``runtime``), run after the request id is set and before authentication."""
     runtime = Runtime()
 
     @asynccontextmanager
@@ -44,7 +57,16 @@ def assemble(title: str, surface: Surface, settings: Settings, services: Service
     app.state.settings = settings
     app.state.operations = operations = OperationIndex(app.router.routes)
     install_error_handlers(app)
-    app.add_middleware(AccessMiddleware, runtime=runtime, operations=operations, surface=surface)
+    app.add_middleware(
+        AccessMiddleware,
+        runtime=runtime,
+        operations=operations,
+        surface=surface,
+        body_limit=body_limit,
+        render_error=render_error,
+    )
+    for middleware, arguments in reversed(outer):
+        app.add_middleware(middleware, runtime=runtime, **arguments)
     app.add_middleware(RequestContextMiddleware, operations=operations)
     return app
 

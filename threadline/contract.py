@@ -88,6 +88,15 @@ def _drop_422(schema: dict[str, Any]) -> None:
         schemas.pop(name, None)
 
 
+def _streams_only(schema: dict[str, Any]) -> None:
+    """A stream's 200 is ``text/event-stream`` only (FastAPI adds its default JSON entry beside it)."""
+    for item in schema["paths"].values():
+        for operation in item.values():
+            content = operation.get("responses", {}).get("200", {}).get("content", {})
+            if "text/event-stream" in content:
+                content.pop("application/json", None)
+
+
 def build_contract(api: FastAPI, intake: FastAPI) -> dict[str, Any]:
     schema = get_openapi(title=TITLE, version=__version__, description=DESCRIPTION, routes=api.routes)
     schema["servers"] = [API_SERVER]
@@ -101,6 +110,7 @@ def build_contract(api: FastAPI, intake: FastAPI) -> dict[str, Any]:
     for section, entries in intake_schema.get("components", {}).items():
         schema.setdefault("components", {}).setdefault(section, {}).update(entries)
     _drop_422(schema)
+    _streams_only(schema)
     _document_security(schema, set(intake_schema["paths"]))
     _document_headers(schema)
     return schema

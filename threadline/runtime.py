@@ -20,6 +20,8 @@ from threadline.kit.db import Database
 from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
 from threadline.search.backend import SearchBackend, backend_for
+from threadline.telemetry.tail import LogTails
+from threadline.telemetry.writer import LogWriter
 
 # Failures of a backend (as opposed to bugs): answered 503 where a request depends on them.
 BACKEND_ERRORS: tuple[type[BaseException], ...] = (
@@ -40,6 +42,8 @@ class Services:
     signals: SignalBus
     authenticator: KeyAuthenticator
     search: SearchBackend
+    logs: LogWriter
+    log_tails: LogTails
 
     async def check_ready(self) -> None:
         await self.db.ping()
@@ -83,12 +87,16 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         limiter = MemoryRateLimiter()
         signals = MemorySignalBus()
     authenticator = KeyAuthenticator(db, signals, settings)
+    logs = LogWriter(db, signals)
+    log_tails = LogTails(signals)
     try:
         await signals.start()
         authenticator.start()
         search = backend_for(db.dialect_name)
-        yield Services(settings, db, redis, limiter, signals, authenticator, search)
+        yield Services(settings, db, redis, limiter, signals, authenticator, search, logs, log_tails)
     finally:
+        log_tails.close()
+        await logs.aclose()
         await authenticator.aclose()
         await signals.aclose()
         await limiter.aclose()

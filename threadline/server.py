@@ -70,6 +70,7 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
 
         def stop() -> None:
             """First signal: drain gracefully. A second one: stop waiting for open connections."""
+            services.log_tails.close()  # live tails end; their clients resume elsewhere by cursor
             for server in servers:
                 if server.should_exit:
                     server.force_exit = True

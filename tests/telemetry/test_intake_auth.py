@@ -58,7 +58,8 @@ class TestIntakeAuthentication:
     async def test_public_key_passes_authentication(
         self, intake: httpx.AsyncClient, tenant: Tenant, path: str, operation_id: str
     ) -> None:
-        response = await intake.post(path, json={"message": "hi"}, headers=tenant.public)
-        # Authenticated and rate limited; ingestion itself is not built yet and says so.
-        assert_error(response, 501, "NOT_IMPLEMENTED", operation_id=operation_id)
+        body = {"message": "hi"} if path == "/v1/logs" else {"name": "hi"}
+        response = await intake.post(path, json=body, headers=tenant.public)
+        assert response.status_code == 202, response.text
+        assert response.json() == {"accepted": 1}
         assert response.headers["x-ratelimit-limit"] == "1000"

@@ -15,16 +15,17 @@ from typing import Literal
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, Principal
-from threadline.kit.context import RATE_LIMIT_SCOPE_KEY, request_id_of
+from threadline.kit.context import RATE_LIMIT_SCOPE_KEY
 from threadline.kit.errors import (
     ApiError,
+    ErrorRenderer,
     BadRequest,
     Forbidden,
     PayloadTooLarge,
     ServiceUnavailable,
     TooManyRequests,
     Unauthorized,
-    error_response,
+    render_envelope,
 )
 from threadline.kit.ratelimit import Bucket
 from threadline.kit.routing import OperationIndex
@@ -45,12 +46,16 @@ class AccessMiddleware:
         operations: OperationIndex,
         surface: Surface,
         public_paths: Sequence[str] = _PUBLIC_PREFIXES,
+        body_limit: int | None = None,
+        render_error: ErrorRenderer = render_envelope,
     ) -> None:
         self.app = app
         self.runtime = runtime
         self.operations = operations
         self.surface = surface
         self.public_paths = tuple(public_paths)
+        self.body_limit = body_limit
+        self.render_error = render_error
         self.accepted_type = "secret" if surface == "api" else "public"
         self.missing_header = "Authorization" if surface == "api" else "x-service-key"
         self._memo_key = f"{surface}.buckets"
@@ -71,7 +76,7 @@ class AccessMiddleware:
             elif name == b"content-length":
                 content_length = value
 
-        limit = services.settings.max_request_body_bytes
+        limit = self.body_limit or services.settings.max_request_body_bytes
         try:
             try:
                 if content_length is not None and not content_length.isdigit():
@@ -95,7 +100,7 @@ class AccessMiddleware:
                     "A storage backend is unreachable; retry shortly.", reason="DEPENDENCY_DOWN"
                 ) from exc
         except ApiError as error:
-            response = error_response(error, self.operations.operation_id(scope), request_id_of(scope))
+            response = self.render_error(scope, error, self.operations.operation_id(scope))
             await response(scope, receive, send)
             return
         if content_length is None and scope["method"] not in ("GET", "HEAD"):

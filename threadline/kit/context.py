@@ -10,12 +10,11 @@ import secrets
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from threadline.kit.errors import InternalError, error_response
+from threadline.kit.errors import REQUEST_ID_SCOPE_KEY, InternalError, error_response
 from threadline.kit.routing import OperationIndex
 
 log = logging.getLogger("threadline.request")
 
-REQUEST_ID_SCOPE_KEY = "threadline.request_id"
 RATE_LIMIT_SCOPE_KEY = "threadline.ratelimit_headers"
 _INCOMING_ID = re.compile(rb"^[A-Za-z0-9._:\-]{1,128}$")
 

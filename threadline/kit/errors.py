@@ -17,11 +17,12 @@ ApiError (an HTTPException, so the framework's body parsing re-raises it untouch
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
+from starlette.types import Scope
 
 UNKNOWN_OPERATION = "unknown"
 
@@ -141,3 +142,13 @@ def error_response(error: ApiError, operation_id: str, request_id: str | None) -
         headers=error.headers,
         media_type="application/json",
     )
+
+
+REQUEST_ID_SCOPE_KEY = "threadline.request_id"
+ErrorRenderer = Callable[[Scope, ApiError, str], Response]
+
+
+def render_envelope(scope: Scope, error: ApiError, operation_id: str) -> Response:
+    """The default ``ErrorRenderer``: the envelope, with the request's id."""
+    request_id = scope.get(REQUEST_ID_SCOPE_KEY)
+    return error_response(error, operation_id, request_id if isinstance(request_id, str) else None)

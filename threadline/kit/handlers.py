@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -62,30 +63,37 @@ def _field(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or str(loc[0] if loc else "body")
 
 
-async def _validation_error(request: Request, exc: Exception) -> Response:
-    """Validation is a 400 (never 422) naming each problem; missing fields go to missingContext."""
-    assert isinstance(exc, RequestValidationError)
-    problems = list(exc.errors())
-    if any(p.get("type") == "json_invalid" for p in problems):
-        detail = next(p for p in problems if p.get("type") == "json_invalid").get("ctx", {}).get("error", "")
-        return _respond(request, BadRequest(f"The body is not valid JSON: {detail}.", reason="INVALID_JSON"))
-    missing = [_field(tuple(p["loc"])) for p in problems if p.get("type") == "missing"]
+def validation_failed(problems: Sequence[Any], field: Callable[[tuple[Any, ...]], str] = _field) -> BadRequest:
+    """The one 400 for failed validation: each problem named (at most five), missing fields listed in
+    missingContext. ``field`` says how a problem's location reads to the client."""
+    missing = [field(tuple(p["loc"])) for p in problems if p.get("type") == "missing"]
     described = []
     for problem in problems[:_MAX_LISTED]:
-        where = _field(tuple(problem["loc"]))
+        where = field(tuple(problem["loc"]))
         message = (
             "unknown field" if problem.get("type") == "extra_forbidden" else problem.get("msg", "invalid")
         )
         described.append(f"{where}: {message}")
     more = f" (and {len(problems) - _MAX_LISTED} more)" if len(problems) > _MAX_LISTED else ""
-    return _respond(
-        request,
-        BadRequest(
-            "Invalid request: " + "; ".join(described) + more + ".",
-            reason="VALIDATION_FAILED",
-            missing_context=missing,
-        ),
+    return BadRequest(
+        "Invalid request: " + "; ".join(described) + more + ".",
+        reason="VALIDATION_FAILED",
+        missing_context=missing,
     )
+
+
+def invalid_json(detail: str) -> BadRequest:
+    return BadRequest(f"The body is not valid JSON: {detail}.", reason="INVALID_JSON")
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    """Validation is a 400 (never 422)."""
+    assert isinstance(exc, RequestValidationError)
+    problems = list(exc.errors())
+    if any(p.get("type") == "json_invalid" for p in problems):
+        detail = next(p for p in problems if p.get("type") == "json_invalid").get("ctx", {}).get("error", "")
+        return _respond(request, invalid_json(detail))
+    return _respond(request, validation_failed(problems))
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -38,3 +38,36 @@ def new_id(prefix: str) -> str:
             _last_random = secrets.randbits(80)
         value = (now_ms << 80) | _last_random
     return f"{prefix}_{_encode(value)}"
+
+
+def _decode(body: str) -> int:
+    value = 0
+    for char in body:
+        value = (value << 5) | _ALPHABET.index(char)
+    return value
+
+
+def ids_after(prefix: str, last_id: str | None, count: int) -> list[str]:
+    """``count`` ids that sort after ``last_id`` and after every id made before now.
+
+    For tables whose ids must follow commit order across processes (log records): the caller holds the
+    table's append lock and passes the last id committed, so clocks that disagree by a few milliseconds
+    between processes cannot reorder them."""
+    now_ms = time.time_ns() // 1_000_000
+    last = _decode(last_id[len(prefix) + 1 :]) if last_id else 0
+    if now_ms > last >> 80:
+        value = (now_ms << 80) | secrets.randbits(79)  # headroom below 2**80: a batch never overflows
+    else:
+        value = last + 1
+    return [f"{prefix}_{_encode(value + offset)}" for offset in range(count)]
+
+
+def floor_id(prefix: str, moment_ms: int) -> str:
+    """The smallest id made at ``moment_ms`` (Unix milliseconds): ``id >= floor_id(t)`` selects ids made at
+    or after ``t``, so a time range becomes a range of the primary key."""
+    return f"{prefix}_{_encode(max(moment_ms, 0) << 80)}"
+
+
+def id_time_ms(prefix: str, value: str) -> int:
+    """The Unix milliseconds an id was made at."""
+    return _decode(value[len(prefix) + 1 :]) >> 80

@@ -40,6 +40,7 @@ _DESCRIPTIONS = {
     413: "Body over the size limit (`PAYLOAD_TOO_LARGE`).",
     429: "Rate limit exceeded (`TOO_MANY_REQUESTS`); see Retry-After.",
     500: "Unexpected server error (`INTERNAL_SERVER_ERROR`).",
+    415: "Content-Type or Content-Encoding not accepted (`UNSUPPORTED_MEDIA_TYPE`).",
     501: "Not implemented yet (`NOT_IMPLEMENTED`).",
     503: "A dependency is unreachable (`SERVICE_UNAVAILABLE`).",
 }

@@ -5,6 +5,7 @@ from threadline.messages.tables import messages
 from threadline.organizations.tables import organizations
 from threadline.projects.tables import projects
 from threadline.storage.metadata import metadata
+from threadline.telemetry.tables import log_records, log_sequence
 from threadline.threads.tables import threads
 from threadline.users.tables import users
 
@@ -12,17 +13,31 @@ from threadline.users.tables import users
 # tables (and their shadow tables), PostgreSQL's generated search_vector columns.
 SEARCH_TABLE_PREFIXES = ("threads_fts", "messages_fts")
 SEARCH_COLUMNS = ("search_vector",)
+# PostgreSQL's partitions of log_records (log_records_p20261121, log_records_default): created and dropped
+# by the migrations and by telemetry.partitions, never declared one by one.
+PARTITION_PREFIX = "log_records_"
 
 
 def is_declared(name: str | None, type_: str) -> bool:
-    """For Alembic's ``include_object``: leave the search objects to the migrations that own them."""
+    """For Alembic's ``include_object``: leave search objects and partitions to the code that owns them."""
     if name is None:
         return True
     if type_ == "table":
-        return not name.startswith(SEARCH_TABLE_PREFIXES)
+        return not name.startswith((*SEARCH_TABLE_PREFIXES, PARTITION_PREFIX))
     if type_ in ("column", "index"):
         return not (name in SEARCH_COLUMNS or name.startswith("ix_search_"))
     return True
 
 
-__all__ = ["api_keys", "is_declared", "messages", "metadata", "organizations", "projects", "threads", "users"]
+__all__ = [
+    "api_keys",
+    "is_declared",
+    "log_records",
+    "log_sequence",
+    "messages",
+    "metadata",
+    "organizations",
+    "projects",
+    "threads",
+    "users",
+]

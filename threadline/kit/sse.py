@@ -1,0 +1,40 @@
+"""Server-Sent Events, written one way for every stream (log tails now, run streams next).
+
+A frame is ``id: <cursor>`` and one ``data: <json>`` line, the JSON repeating the cursor, so a client that
+reconnects with ``?cursor=`` or the ``Last-Event-ID`` header a browser sends resumes strictly after the
+last frame it processed. ``: ping`` comments keep idle connections from being cut by proxies, and a
+stream that ends says ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, Mapping
+from typing import Any
+
+from starlette.responses import StreamingResponse
+
+HEARTBEAT_SECONDS = 15.0
+PING = b": ping\n\n"
+DONE = b"data: [DONE]\n\n"
+
+
+def frame(cursor: str, payload: Mapping[str, Any]) -> bytes:
+    data = json.dumps({**payload, "cursor": cursor}, separators=(",", ":"), ensure_ascii=False)
+    return f"id: {cursor}\ndata: {data}\n\n".encode()
+
+
+def resume_cursor(query_cursor: str | None, last_event_id: str | None) -> str | None:
+    """``?cursor=`` wins over ``Last-Event-ID``: a client that names a position means it."""
+    return query_cursor or last_event_id or None
+
+
+class EventStreamResponse(StreamingResponse):
+    media_type = "text/event-stream"
+
+    def __init__(self, frames: AsyncIterable[bytes]) -> None:
+        super().__init__(
+            frames,
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )

@@ -1,0 +1,129 @@
+"""Reading telemetry with a secret key: ``GET /v1/logs`` (pages) and ``GET /v1/logs/stream`` (live tail)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Request
+
+from threadline.keys.auth import principal_of
+from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
+from threadline.kit.errors import BadRequest
+from threadline.kit.openapi import AUTHENTICATED, errors
+from threadline.kit.pagination import CursorPage, decode_cursor
+from threadline.kit.sse import EventStreamResponse, resume_cursor
+from threadline.search.query import parse
+from threadline.telemetry import repository
+from threadline.telemetry.repository import LogFilters
+from threadline.telemetry.schemas import Kind, Level, LogRecordOut
+
+router = APIRouter(prefix="/v1/logs", tags=["logs"])
+
+ProjectFilter = Annotated[
+    str | None, Query(alias="projectId", pattern=r"^prj_[0-9a-z]{26}$", description="Only this project.")
+]
+LevelFilter = Annotated[Level | None, Query(description="This level and above (`warn`: warn, error, fatal).")]
+KindFilter = Annotated[Kind | None, Query(description="`log` or `event`.")]
+SinceFilter = Annotated[datetime | None, Query(description="Received at or after (ISO 8601).")]
+UntilFilter = Annotated[datetime | None, Query(description="Received before (ISO 8601).")]
+TextFilter = Annotated[
+    str | None,
+    Query(
+        max_length=512,
+        description='Text in the message: words, "phrases", OR, -exclusion (case-insensitive containment).',
+    ),
+]
+
+
+def _filters(
+    project_id: str | None,
+    level: Level | None,
+    kind: Kind | None,
+    since: datetime | None,
+    until: datetime | None,
+    q: str | None,
+) -> LogFilters:
+    since, until = _utc(since), _utc(until)
+    if since is not None and until is not None and since >= until:
+        raise BadRequest("since must be earlier than until.", reason="VALIDATION_FAILED")
+    return LogFilters(
+        project_id=project_id,
+        level=level,
+        kind=kind,
+        since=since,
+        until=until,
+        query=parse(q) if q is not None else None,
+    )
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+@router.get(
+    "",
+    operation_id="logs.list",
+    response_model=CursorPage[LogRecordOut],
+    responses=errors(400, *AUTHENTICATED),
+)
+async def list_logs(
+    request: Request,
+    conn: ConnDep,
+    page: CursorDep,
+    project_id: ProjectFilter = None,
+    level: LevelFilter = None,
+    kind: KindFilter = None,
+    since: SinceFilter = None,
+    until: UntilFilter = None,
+    q: TextFilter = None,
+) -> CursorPage[LogRecordOut]:
+    """The organization's logs and events, newest first. With `projectId`, `level`, `kind` or `q`, a page
+    examines at most 10,000 records: it may hold fewer than `limit` items (even none) and still carry a
+    `nextCursor`; follow it until it is null to see every match."""
+    filters = _filters(project_id, level, kind, since, until, q)
+    records, next_cursor = await repository.list_page(
+        conn, principal_of(request).organization_id, filters, page
+    )
+    return CursorPage(data=records, next_cursor=next_cursor)
+
+
+@router.get(
+    "/stream",
+    operation_id="logs.stream",
+    response_model=None,
+    responses={
+        200: {
+            "description": "Server-Sent Events: one `log_record` frame per record (`id: <cursor>`, "
+            "`data: {type, cursor, ...record}`), `: ping` every 15 s; `data: [DONE]` once `until` has "
+            "passed.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        **errors(400, *AUTHENTICATED),
+    },
+)
+async def stream_logs(
+    request: Request,
+    services: ServicesDep,
+    project_id: ProjectFilter = None,
+    level: LevelFilter = None,
+    kind: KindFilter = None,
+    since: SinceFilter = None,
+    until: UntilFilter = None,
+    q: TextFilter = None,
+    cursor: Annotated[
+        str | None, Query(max_length=200, description="Resume strictly after this frame's cursor.")
+    ] = None,
+    last_event_id: Annotated[str | None, Header(max_length=200, include_in_schema=False)] = None,
+) -> EventStreamResponse:
+    """A live tail of the organization's logs and events with the list's filters. Without a cursor it
+    starts with the records committed from now on (from `since`, when given)."""
+    filters = _filters(project_id, level, kind, since, until, q)
+    position = resume_cursor(cursor, last_event_id)
+    after_id = decode_cursor(position) if position else None
+    if after_id is None and filters.since is not None:
+        after_id = repository.position_before(filters.since)
+    organization_id = principal_of(request).organization_id
+    return EventStreamResponse(services.log_tails.follow(services.db, organization_id, filters, after_id))

@@ -1,0 +1,170 @@
+"""Reading log records back, and deleting them by age. Every query names the organization.
+
+The primary key is (organization, id, received_at) and ids are made in commit order from the time of
+receipt, so "newest first", cursors, ``since``/``until`` and retention are all ranges of that one key.
+Filters that the key does not cover (project, level, kind, text) are checked row by row over a bounded
+window of the key: a page examines at most ``SCAN_WINDOW`` records, and when the window ends before the
+page is full the page is returned short with a ``nextCursor`` where the scan stopped. Latency stays
+bounded however rare the match (a rare word across ten million records would otherwise scan them all),
+and a client that walks ``nextCursor`` still sees every match exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from threadline.kit.db import Conn
+from threadline.kit.ids import floor_id
+from threadline.kit.pagination import CursorParams, encode_cursor
+from threadline.search.query import Phrase, Query
+from threadline.telemetry.schemas import Kind, Level, LogRecordOut, levels_at_or_above
+from threadline.telemetry.tables import log_records
+from threadline.telemetry.writer import ID_PREFIX
+
+SCAN_WINDOW = 10_000
+_TAIL_BATCH = 500
+_DELETE_BATCH = 10_000
+t = log_records.c
+
+
+@dataclass(frozen=True, slots=True)
+class LogFilters:
+    project_id: str | None = None
+    level: Level | None = None
+    kind: Kind | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    query: Query | None = None
+
+    def row_conditions(self) -> list[sa.ColumnElement[bool]]:
+        """The conditions the primary key does not cover."""
+        conditions: list[sa.ColumnElement[bool]] = []
+        if self.project_id is not None:
+            conditions.append(t.project_id == self.project_id)
+        if self.level is not None and self.level != "trace":
+            conditions.append(t.level.in_(levels_at_or_above(self.level)))
+        if self.kind is not None:
+            conditions.append(t.kind == self.kind)
+        if self.query is not None:
+            conditions.append(_text_match(self.query))
+        return conditions
+
+    def key_conditions(self, organization_id: str) -> list[sa.ColumnElement[bool]]:
+        """The organization and the time range, as ranges of the primary key. ``received_at`` is named
+        too so PostgreSQL skips the partitions outside the range."""
+        conditions = [t.organization_id == organization_id]
+        if self.since is not None:
+            conditions += [t.id >= _floor(self.since), t.received_at >= self.since]
+        if self.until is not None:
+            conditions += [t.id < _floor(self.until), t.received_at < self.until]
+        return conditions
+
+
+def _floor(moment: datetime) -> str:
+    return floor_id(ID_PREFIX, int(moment.timestamp() * 1000))
+
+
+def _text_match(query: Query) -> sa.ColumnElement[bool]:
+    """Case-insensitive containment, with the search endpoints' syntax: every group must match one of its
+    phrases, no excluded phrase may. Logs are matched as text, not by stem: a log line's words are
+    identifiers and codes as often as English."""
+    message = sa.func.lower(t.message)
+
+    def contains(phrase: Phrase) -> sa.ColumnElement[bool]:
+        return message.contains(" ".join(phrase.words), autoescape=True)
+
+    matched = [sa.or_(*(contains(p) for p in group)) for group in query.groups]
+    return sa.and_(*matched, *(sa.not_(contains(p)) for p in query.excluded))
+
+
+async def list_page(
+    conn: Conn, organization_id: str, filters: LogFilters, params: CursorParams
+) -> tuple[list[LogRecordOut], str | None]:
+    """Newest first."""
+    keyed = filters.key_conditions(organization_id)
+    if params.after_id is not None:
+        keyed.append(t.id < params.after_id)
+    checked = filters.row_conditions()
+    boundary = None
+    if checked:
+        window = sa.select(t.id).where(*keyed).order_by(t.id.desc()).offset(SCAN_WINDOW - 1).limit(1)
+        boundary = (await conn.execute(window)).scalar_one_or_none()
+        if boundary is not None:
+            keyed.append(t.id >= boundary)
+    query = sa.select(log_records).where(*keyed, *checked).order_by(t.id.desc()).limit(params.limit + 1)
+    rows = (await conn.execute(query)).mappings().all()
+    records = [_record(row) for row in rows[: params.limit]]
+    if len(rows) > params.limit:
+        return records, encode_cursor(records[-1].id)
+    return records, None if boundary is None else encode_cursor(boundary)
+
+
+async def newest_id(conn: Conn, organization_id: str) -> str | None:
+    query = sa.select(sa.func.max(t.id)).where(t.organization_id == organization_id)
+    return (await conn.execute(query)).scalar_one_or_none()
+
+
+async def after(
+    conn: Conn, organization_id: str, filters: LogFilters, after_id: str
+) -> tuple[list[LogRecordOut], str]:
+    """For the live tail: matching records after ``after_id``, oldest first, and the position to resume
+    from (past the records that did not match, so they are not examined again)."""
+    keyed = [*filters.key_conditions(organization_id), t.id > after_id]
+    newest = (await conn.execute(sa.select(sa.func.max(t.id)).where(*keyed))).scalar_one_or_none()
+    if newest is None:
+        return [], after_id
+    query = (
+        sa.select(log_records)
+        .where(*keyed, t.id <= newest, *filters.row_conditions())
+        .order_by(t.id.asc())
+        .limit(_TAIL_BATCH)
+    )
+    records = [_record(row) for row in (await conn.execute(query)).mappings().all()]
+    return records, records[-1].id if len(records) == _TAIL_BATCH else newest
+
+
+async def delete_received_before(conn: Conn, organization_id: str, cutoff: datetime) -> int:
+    """One batch of an organization's records received before ``cutoff``; the caller repeats until 0, so
+    no single transaction holds the write lock for long."""
+    doomed = (
+        sa.select(t.id)
+        .where(t.organization_id == organization_id, t.id < _floor(cutoff), t.received_at < cutoff)
+        .order_by(t.id)
+        .limit(_DELETE_BATCH)
+    )
+    ids: Sequence[str] = (await conn.execute(doomed)).scalars().all()
+    if not ids:
+        return 0
+    result = await conn.execute(
+        sa.delete(log_records).where(
+            t.organization_id == organization_id, t.id >= ids[0], t.id <= ids[-1], t.received_at < cutoff
+        )
+    )
+    return int(result.rowcount)
+
+
+def _record(row: sa.RowMapping) -> LogRecordOut:
+    return LogRecordOut(
+        id=row["id"],
+        project_id=row["project_id"],
+        kind=row["kind"],
+        message=row["message"],
+        level=row["level"],
+        timestamp=row["timestamp"],
+        attributes=row["attributes"],
+        trace_id=row["trace_id"],
+        span_id=row["span_id"],
+        received_at=row["received_at"],
+        name=row["name"],
+        properties=row["properties"],
+        distinct_id=row["distinct_id"],
+    )
+
+
+def position_before(moment: datetime) -> str:
+    """A tail position just before every record received at or after ``moment``."""
+    return _floor(moment)

@@ -1,0 +1,91 @@
+"""The live tail: ``GET /v1/logs/stream``.
+
+A tail reads the records committed after its position, sends them, and sleeps until the writer of any
+process announces a commit for its organization (``logs.appended``, over Redis in the distributed shape),
+or until the heartbeat is due. Ids follow commit order (``telemetry.writer``), so "after my position" is
+exact: nothing is skipped, nothing sent twice, across reconnects too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+from threadline.kit.db import Database
+from threadline.kit.pagination import encode_cursor
+from threadline.kit.signals import RESET, SignalBus
+from threadline.kit.clock import utcnow
+from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING, frame
+from threadline.telemetry import repository
+from threadline.telemetry.repository import LogFilters
+from threadline.telemetry.writer import LOGS_APPENDED
+
+# Without a signal (a lost pub/sub message) a tail still looks again this often.
+_POLL_SECONDS = 1.0
+# A group commit that began before `until` may still be committing just after it.
+_UNTIL_GRACE = timedelta(seconds=1)
+
+
+class LogTails:
+    """Wakes the tails of an organization when its records are committed, and ends them all at shutdown."""
+
+    def __init__(self, signals: SignalBus) -> None:
+        self._waiting: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
+        self.closed = asyncio.Event()
+        signals.subscribe(self._on_signal)
+
+    def _on_signal(self, topic: str, payload: str) -> None:
+        if topic == LOGS_APPENDED:
+            for event in self._waiting.get(payload, ()):
+                event.set()
+        elif topic == RESET:
+            for events in self._waiting.values():
+                for event in events:
+                    event.set()
+
+    def close(self) -> None:
+        self.closed.set()
+        for events in self._waiting.values():
+            for event in events:
+                event.set()
+
+    async def follow(
+        self, db: Database, organization_id: str, filters: LogFilters, after_id: str | None
+    ) -> AsyncIterator[bytes]:
+        """Frames of matching records after ``after_id`` (or from now), as they are committed."""
+        woken = asyncio.Event()
+        self._waiting[organization_id].add(woken)
+        try:
+            if after_id is None:
+                async with db.transaction(write=False) as conn:
+                    after_id = await repository.newest_id(conn, organization_id) or "log_"
+            quiet = 0.0
+            while not self.closed.is_set():
+                woken.clear()
+                async with db.transaction(write=False) as conn:
+                    records, after_id = await repository.after(conn, organization_id, filters, after_id)
+                for record in records:
+                    cursor = encode_cursor(record.id)
+                    yield frame(cursor, {"type": "log_record", **record.model_dump(mode="json", by_alias=True)})
+                if records:
+                    quiet = 0.0
+                    continue
+                if filters.until is not None and utcnow() >= filters.until + _UNTIL_GRACE:
+                    yield DONE  # nothing received before `until` can still arrive
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), _POLL_SECONDS)
+                if not woken.is_set():
+                    quiet += _POLL_SECONDS
+                    if quiet >= HEARTBEAT_SECONDS:
+                        quiet = 0.0
+                        yield PING
+        finally:
+            events = self._waiting.get(organization_id)
+            if events is not None:
+                events.discard(woken)
+                if not events:
+                    del self._waiting[organization_id]
