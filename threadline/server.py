@@ -1,6 +1,7 @@
 """Running the API and the intake on their ports, in one process and one event loop, sharing one set of
 services (database pool, caches, limiter). SIGTERM and Ctrl-C stop both gracefully: listeners close,
-requests in flight finish (their transactions commit before they are answered), then services close."""
+requests in flight finish (their transactions commit before they are answered), then services close.
+Telemetry housekeeping (retention, partitions) runs beside them, at start and hourly."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import uvicorn
 from threadline.app import create_app
 from threadline.config import Settings
 from threadline.runtime import open_services
+from threadline.telemetry import housekeeping
 from threadline.telemetry.intake import create_intake_app
 
 _GC_YOUNG_THRESHOLD = 20_000
@@ -87,9 +89,15 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop)
+        chores = asyncio.create_task(
+            housekeeping.run_periodically(services.db), name="threadline-housekeeping"
+        )
         try:
             started = await asyncio.gather(*(run(s) for s in servers))
         finally:
+            chores.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await chores
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
         if not all(started):

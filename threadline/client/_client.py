@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from threadline.client import _streams
 from threadline.client._errors import APIConnectionError, ThreadlineError, error_for
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
@@ -56,6 +57,7 @@ class Threadline:
         self.messages = Messages(self)
         self.search = Search(self)
         self.settings = SettingsResource(self)
+        self.logs = Logs(self)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         idempotent = method.upper() in _IDEMPOTENT
@@ -85,6 +87,12 @@ class Threadline:
     def me(self) -> dict[str, Any]:
         result: dict[str, Any] = self.request("GET", "/me")
         return result
+
+    def stream(
+        self, path: str, params: dict[str, Any], cursor: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The events of a stream endpoint, resuming by cursor after a dropped connection."""
+        return _streams.events(self._http, path, params, cursor, max(self.max_retries, 5))
 
     def close(self) -> None:
         self._http.close()
@@ -261,3 +269,26 @@ class SettingsResource(_Resource):
         """camelCase field names, as on the wire: ``defaultModel=...``, ``logRetentionDays=...``."""
         result: dict[str, Any] = self._client.request("PATCH", "/settings", json=changes)
         return result
+
+
+class Logs(_Resource):
+    """Filters: ``project_id``, ``level`` (that level and above), ``kind`` (log, event), ``since``,
+    ``until`` (ISO 8601), ``q`` (text)."""
+
+    path = "/logs"
+
+    @staticmethod
+    def _filters(**filters: Any) -> dict[str, Any]:
+        names = {"project_id": "projectId"}
+        return {names.get(name, name): value for name, value in filters.items() if value is not None}
+
+    def list(self, *, limit: int | None = None, cursor: str | None = None, **filters: Any) -> Page:
+        return self._page({"limit": limit, "cursor": cursor, **self._filters(**filters)})
+
+    def iterate(self, **filters: Any) -> Iterator[dict[str, Any]]:
+        """Newest first, every page; a filtered page may be short (see ``GET /v1/logs``)."""
+        return self._iterate(lambda cursor: self.list(cursor=cursor, **filters))
+
+    def tail(self, *, cursor: str | None = None, **filters: Any) -> Iterator[dict[str, Any]]:
+        """Records as they arrive (each with its ``cursor``), forever or until ``until`` has passed."""
+        return self._client.stream("/logs/stream", self._filters(**filters), cursor)

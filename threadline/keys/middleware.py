@@ -18,8 +18,8 @@ from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, Principal
 from threadline.kit.context import RATE_LIMIT_SCOPE_KEY
 from threadline.kit.errors import (
     ApiError,
-    ErrorRenderer,
     BadRequest,
+    ErrorRenderer,
     Forbidden,
     PayloadTooLarge,
     ServiceUnavailable,

@@ -63,7 +63,9 @@ def _field(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or str(loc[0] if loc else "body")
 
 
-def validation_failed(problems: Sequence[Any], field: Callable[[tuple[Any, ...]], str] = _field) -> BadRequest:
+def validation_failed(
+    problems: Sequence[Any], field: Callable[[tuple[Any, ...]], str] = _field
+) -> BadRequest:
     """The one 400 for failed validation: each problem named (at most five), missing fields listed in
     missingContext. ``field`` says how a problem's location reads to the client."""
     missing = [field(tuple(p["loc"])) for p in problems if p.get("type") == "missing"]

@@ -55,10 +55,8 @@ def ids_after(prefix: str, last_id: str | None, count: int) -> list[str]:
     between processes cannot reorder them."""
     now_ms = time.time_ns() // 1_000_000
     last = _decode(last_id[len(prefix) + 1 :]) if last_id else 0
-    if now_ms > last >> 80:
-        value = (now_ms << 80) | secrets.randbits(79)  # headroom below 2**80: a batch never overflows
-    else:
-        value = last + 1
+    # A fresh millisecond starts below 2**79, so the ids of one batch never carry into the next one.
+    value = (now_ms << 80) | secrets.randbits(79) if now_ms > last >> 80 else last + 1
     return [f"{prefix}_{_encode(value + offset)}" for offset in range(count)]
 
 

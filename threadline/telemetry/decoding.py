@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -161,9 +162,7 @@ def _validate(adapter: TypeAdapter[Any], data: bytes, locate: Callable[[tuple[An
 def _json_rows(kind: Kind, body: bytes, source: Source) -> list[Row]:
     stripped = body.lstrip()
     if stripped.startswith(b"["):
-        records = _validate(
-            LOG_RECORDS if kind == "log" else EVENTS, body, lambda loc: _at(loc[0], loc[1:])
-        )
+        records = _validate(LOG_RECORDS if kind == "log" else EVENTS, body, lambda loc: _at(loc[0], loc[1:]))
         _check_count(len(records))
         if len(body) > MAX_RECORD_BYTES:
             for index, record in enumerate(records):
@@ -183,7 +182,7 @@ def _ndjson_rows(kind: Kind, body: bytes, source: Source) -> list[Row]:
     rows = []
     for index, line in enumerate(lines):
         _check_record_size(index, len(line))
-        rows.append(build(_validate(adapter, line, lambda loc, i=index: _at(i, loc)), source))
+        rows.append(build(_validate(adapter, line, functools.partial(_at, index)), source))
     return rows
 
 
@@ -198,7 +197,9 @@ def _check_count(count: int) -> None:
 
 def _check_record_size(index: int, size: int) -> None:
     if size > MAX_RECORD_BYTES:
-        raise PayloadTooLarge(f"Record [{index}] is {size} bytes; the limit is {MAX_RECORD_BYTES} per record.")
+        raise PayloadTooLarge(
+            f"Record [{index}] is {size} bytes; the limit is {MAX_RECORD_BYTES} per record."
+        )
 
 
 def _utc(moment: datetime) -> datetime:
@@ -269,7 +270,9 @@ def _parse_otlp_json(document: dict[str, Any]) -> ExportLogsServiceRequest:
                     for field in ("traceId", "spanId"):
                         if record.get(field):
                             record[field] = base64.b64encode(bytes.fromhex(record[field])).decode()
-        return json_format.ParseDict(document, ExportLogsServiceRequest(), ignore_unknown_fields=True)
+        request = ExportLogsServiceRequest()
+        json_format.ParseDict(document, request, ignore_unknown_fields=True)
+        return request
     except (AttributeError, TypeError, ValueError, binascii.Error, json_format.ParseError) as exc:
         raise BadRequest(
             f"The body is not an OTLP ExportLogsServiceRequest: {exc}.", reason="INVALID_OTLP"
@@ -330,7 +333,7 @@ def _otlp_rows(request: ExportLogsServiceRequest, body: bytes, source: Source) -
                 body_value = _any_value(record.body)
                 message = body_value if isinstance(body_value, str) else _json_text(body_value)
                 nanos = record.time_unix_nano or record.observed_time_unix_nano
-                row = {
+                row: Row = {
                     "organization_id": source.organization_id,
                     "project_id": source.project_id,
                     "kind": "log",

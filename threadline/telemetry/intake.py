@@ -181,4 +181,3 @@ def create_intake_app(settings: Settings | None = None, services: Services | Non
     app.add_exception_handler(ApiError, _api_error)
     mount_routes(app, router, health.router)
     return app
-

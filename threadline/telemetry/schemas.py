@@ -94,7 +94,9 @@ EVENTS: TypeAdapter[list[EventIn]] = TypeAdapter(list[EventIn])
 
 
 class Accepted(ResponseModel):
-    accepted: int = Field(description="Records committed by this request (all of them, or the request failed).")
+    accepted: int = Field(
+        description="Records committed by this request (all of them, or the request failed)."
+    )
 
 
 class LogRecordOut(ResponseModel):
@@ -108,7 +110,7 @@ class LogRecordOut(ResponseModel):
     trace_id: str | None
     span_id: str | None
     received_at: Timestamp = Field(
-        description="When the intake committed it; selection (`since`, `until`), order and retention use this."
+        description="When the intake committed it: `since`, `until`, order and retention go by this."
     )
     name: str | None = Field(description="Events only.")
     properties: dict[str, Any] | None = Field(description="Events only.")

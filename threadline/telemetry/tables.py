@@ -13,9 +13,7 @@ log_records = sa.Table(
     organization_column(),
     sa.Column("id", sa.String(40), nullable=False),
     sa.Column("received_at", UtcDateTime, nullable=False),
-    sa.Column(
-        "project_id", sa.String(40), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
-    ),
+    sa.Column("project_id", sa.String(40), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
     sa.Column("kind", sa.String(8), nullable=False),
     sa.Column("level", sa.String(8), nullable=False),
     sa.Column("message", sa.Text, nullable=False),

@@ -14,10 +14,10 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
+from threadline.kit.clock import utcnow
 from threadline.kit.db import Database
 from threadline.kit.pagination import encode_cursor
 from threadline.kit.signals import RESET, SignalBus
-from threadline.kit.clock import utcnow
 from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING, frame
 from threadline.telemetry import repository
 from threadline.telemetry.repository import LogFilters
@@ -69,7 +69,9 @@ class LogTails:
                     records, after_id = await repository.after(conn, organization_id, filters, after_id)
                 for record in records:
                     cursor = encode_cursor(record.id)
-                    yield frame(cursor, {"type": "log_record", **record.model_dump(mode="json", by_alias=True)})
+                    yield frame(
+                        cursor, {"type": "log_record", **record.model_dump(mode="json", by_alias=True)}
+                    )
                 if records:
                     quiet = 0.0
                     continue
