@@ -194,6 +194,27 @@ class Database:
                 connection.info.pop(_AFTER_COMMIT, None)
                 connection.close()
 
+    async def write_sync(self, function: Callable[[Connection], T]) -> T:
+        """``function`` with a plain connection inside one write transaction, committed before returning.
+
+        For hot write paths: on SQLite the whole transaction (``BEGIN IMMEDIATE``, the statements, the
+        commit) is one trip to a worker thread instead of one per step; under load every trip waits for
+        a turn of the event loop, which measured five times longer than the transaction itself."""
+        if self._sync_engine is not None:
+            engine = self._sync_engine
+
+            def run() -> T:
+                with engine.connect() as plain:
+                    connection = plain.execution_options(**{_WRITE_OPTION: True})
+                    with connection.begin():
+                        return function(connection)
+
+            async with self._writers, self._slots:
+                return await _in_thread(run)
+        assert self._async_engine is not None
+        async with self._async_engine.begin() as connection:
+            return await connection.run_sync(function)
+
     async def run_sync(self, function: Callable[[Connection], T]) -> T:
         """``function`` with a plain connection in a committed transaction (migrations, inspection)."""
         if self._sync_engine is not None:

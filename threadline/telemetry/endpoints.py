@@ -21,7 +21,7 @@ from threadline.telemetry.schemas import Kind, Level, LogRecordOut
 router = APIRouter(prefix="/v1/logs", tags=["logs"])
 
 ProjectFilter = Annotated[
-    str | None, Query(alias="projectId", pattern=r"^prj_[0-9a-z]{26}$", description="Only this project.")
+    str | None, Query(alias="projectId", pattern=r"^proj_[0-9a-z]{26}$", description="Only this project.")
 ]
 LevelFilter = Annotated[Level | None, Query(description="This level and above (`warn`: warn, error, fatal).")]
 KindFilter = Annotated[Kind | None, Query(description="`log` or `event`.")]

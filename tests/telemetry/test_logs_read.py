@@ -1,0 +1,266 @@
+"""Reading telemetry back: ``GET /v1/logs`` filters and cursors, the live tail, retention."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from tests.keys.test_auth import assert_error
+from tests.support import Tenant
+from threadline.kit.clock import isoformat
+from threadline.runtime import Services
+from threadline.telemetry import housekeeping, repository
+from threadline.telemetry.tables import log_records
+
+
+async def send(intake: httpx.AsyncClient, tenant: Tenant, records: list[dict[str, Any]]) -> None:
+    response = await intake.post("/v1/logs", json=records, headers=tenant.public)
+    assert response.status_code == 202, response.text
+
+
+async def listed(client: httpx.AsyncClient, tenant: Tenant, **params: Any) -> list[dict[str, Any]]:
+    """Every record the filters select, following nextCursor to the end."""
+    records: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        query = {**params, **({"cursor": cursor} if cursor else {})}
+        response = await client.get("/v1/logs", params=query, headers=tenant.secret)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        records += body["data"]
+        cursor = body["nextCursor"]
+        if cursor is None:
+            return records
+
+
+class TestList:
+    async def test_newest_first_with_every_field(
+        self, client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        await send(intake, tenant, [{"message": "first"}, {"message": "second", "level": "error"}])
+        response = await client.get("/v1/logs", headers=tenant.secret)
+        body = response.json()
+        assert [r["message"] for r in body["data"]] == ["second", "first"]
+        assert body["nextCursor"] is None
+        record = body["data"][0]
+        assert set(record) == {
+            "id", "projectId", "kind", "message", "level", "timestamp", "attributes", "traceId", "spanId",
+            "receivedAt", "name", "properties", "distinctId",
+        }  # fmt: skip
+        assert record["id"].startswith("log_") and record["projectId"] == tenant.project_id
+        assert record["kind"] == "log" and record["level"] == "error"
+
+    async def test_cursor_walk_returns_each_record_once(
+        self, client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        await send(intake, tenant, [{"message": f"m{n}"} for n in range(45)])
+        walked = await listed(client, tenant, limit=10)
+        assert [r["message"] for r in walked] == [f"m{n}" for n in reversed(range(45))]
+
+    async def test_level_is_a_minimum(
+        self, client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        levels = ["trace", "debug", "info", "warn", "error", "fatal"]
+        await send(intake, tenant, [{"message": level, "level": level} for level in levels])
+        found = await listed(client, tenant, level="warn")
+        assert sorted(r["level"] for r in found) == ["error", "fatal", "warn"]
+
+    async def test_kind_and_project(
+        self, client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        await send(intake, tenant, [{"message": "a log"}])
+        response = await intake.post("/v1/events", json={"name": "signup"}, headers=tenant.public)
+        assert response.status_code == 202
+        events = await listed(client, tenant, kind="event")
+        assert [(e["kind"], e["name"]) for e in events] == [("event", "signup")]
+        assert len(await listed(client, tenant, projectId=tenant.project_id)) == 2
+        assert await listed(client, tenant, projectId="proj_" + "0" * 26) == []
+
+    async def test_text_query_syntax(
+        self, client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        messages = [
+            "payment failed: card declined",
+            "payment succeeded",
+            "Connection REFUSED by db-primary",
+            "deployment finished",
+        ]
+        await send(intake, tenant, [{"message": m} for m in messages])
+
+        async def matching(q: str) -> set[str]:
+            return {r["message"] for r in await listed(client, tenant, q=q)}
+
+        assert await matching("payment") == set(messages[:2])
+        assert await matching("payment -declined") == {"payment succeeded"}
+        assert await matching('"connection refused"') == {messages[2]}
+        assert await matching("deploy OR declined") == {messages[0], messages[3]}
+        assert await matching("100%_literal") == set()  # LIKE wildcards are escaped, not interpreted
+
+    async def test_since_and_until_select_by_receipt(
+        self, client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        await send(intake, tenant, [{"message": "old", "timestamp": "2001-01-01T00:00:00Z"}])
+        first = (await listed(client, tenant))[0]
+        received = datetime.fromisoformat(first["receivedAt"])
+        assert first["timestamp"] == "2001-01-01T00:00:00.000Z"  # its own time, kept as sent
+        later = isoformat(received + timedelta(milliseconds=1))
+        earlier = isoformat(received - timedelta(seconds=1))
+        assert [r["message"] for r in await listed(client, tenant, since=earlier)] == ["old"]
+        assert await listed(client, tenant, since=later) == []
+        assert [r["message"] for r in await listed(client, tenant, until=later)] == ["old"]
+        assert await listed(client, tenant, until=earlier) == []
+
+    async def test_filtered_pages_stop_at_the_scan_window_and_resume(
+        self,
+        client: httpx.AsyncClient,
+        intake: httpx.AsyncClient,
+        tenant: Tenant,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """A rare match costs a bounded scan per page; walking nextCursor still finds every match."""
+        monkeypatch.setattr(repository, "SCAN_WINDOW", 5)
+        records = [{"message": "needle" if n in (2, 8) else f"hay {n}"} for n in range(20)]
+        await send(intake, tenant, records)
+        first = (await client.get("/v1/logs", params={"q": "needle"}, headers=tenant.secret)).json()
+        assert first["data"] == [] and first["nextCursor"] is not None
+        assert [r["message"] for r in await listed(client, tenant, q="needle")] == ["needle", "needle"]
+
+    async def test_other_organizations_records_are_invisible(
+        self, client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant
+    ) -> None:
+        await send(intake, tenant, [{"message": "private"}])
+        assert await listed(client, other_tenant) == []
+        assert await listed(client, other_tenant, q="private") == []
+
+    @pytest.mark.parametrize(
+        "params",
+        [
+            {"level": "loud"},
+            {"kind": "metric"},
+            {"since": "yesterday"},
+            {"projectId": "nope"},
+            {"cursor": "garbage"},
+            {"q": "-only"},
+            {"since": "2026-01-02T00:00:00Z", "until": "2026-01-01T00:00:00Z"},
+        ],
+    )
+    async def test_bad_filters_are_400(
+        self, client: httpx.AsyncClient, tenant: Tenant, params: dict[str, str]
+    ) -> None:
+        response = await client.get("/v1/logs", params=params, headers=tenant.secret)
+        assert response.status_code == 400, response.text
+        assert response.json()["operationId"] == "logs.list"
+
+    async def test_public_key_is_403_and_no_key_401(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+        response = await client.get("/v1/logs", headers=tenant.public)
+        assert_error(response, 403, "FORBIDDEN", operation_id="logs.list", reason="PUBLIC_KEY_NOT_ALLOWED")
+        response = await client.get("/v1/logs/stream")
+        assert_error(response, 401, "UNAUTHORIZED", operation_id="logs.stream", missing=["Authorization"])
+
+
+def frames(text: str) -> list[tuple[str | None, str]]:
+    """(id, data) of each SSE frame; comments skipped."""
+    out = []
+    for block in text.split("\n\n"):
+        lines = [line for line in block.split("\n") if line and not line.startswith(":")]
+        if not lines:
+            continue
+        fields = dict(line.split(": ", 1) for line in lines)
+        out.append((fields.get("id"), fields["data"]))
+    return out
+
+
+class TestStream:
+    """The tail ends by itself once ``until`` has passed, which lets a test read the whole response."""
+
+    async def test_replays_since_then_ends_with_done(
+        self, client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        await send(intake, tenant, [{"message": "one"}, {"message": "two", "level": "warn"}])
+        start = datetime.now(UTC) - timedelta(minutes=1)
+        until = datetime.now(UTC) + timedelta(milliseconds=200)
+        params = {"since": isoformat(start), "until": isoformat(until)}
+        response = await client.get("/v1/logs/stream", params=params, headers=tenant.secret, timeout=10)
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        got = frames(response.text)
+        assert got[-1] == (None, "[DONE]")
+        events = [json.loads(data) for _, data in got[:-1]]
+        assert [e["message"] for e in events] == ["one", "two"]  # oldest first
+        assert all(e["type"] == "log_record" for e in events)
+        assert [event_id for event_id, _ in got[:-1]] == [e["cursor"] for e in events]
+
+        # Resuming after the first frame (query cursor, then Last-Event-ID) sends only what follows.
+        first_cursor = events[0]["cursor"]
+        resumed = await client.get(
+            "/v1/logs/stream", params={**params, "cursor": first_cursor}, headers=tenant.secret
+        )
+        assert [json.loads(d)["message"] for _, d in frames(resumed.text)[:-1]] == ["two"]
+        resumed = await client.get(
+            "/v1/logs/stream", params=params, headers={**tenant.secret, "Last-Event-ID": first_cursor}
+        )
+        assert [json.loads(d)["message"] for _, d in frames(resumed.text)[:-1]] == ["two"]
+
+        filtered = await client.get(
+            "/v1/logs/stream", params={**params, "level": "warn"}, headers=tenant.secret
+        )
+        assert [json.loads(d)["message"] for _, d in frames(filtered.text)[:-1]] == ["two"]
+
+    async def test_other_organization_sees_nothing(
+        self, client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant
+    ) -> None:
+        await send(intake, tenant, [{"message": "private"}])
+        params = {
+            "since": isoformat(datetime.now(UTC) - timedelta(minutes=1)),
+            "until": isoformat(datetime.now(UTC) + timedelta(milliseconds=100)),
+        }
+        response = await client.get("/v1/logs/stream", params=params, headers=other_tenant.secret)
+        assert frames(response.text) == [(None, "[DONE]")]
+
+
+class TestRetention:
+    async def test_deletes_only_what_is_older_than_each_organizations_retention(
+        self,
+        client: httpx.AsyncClient,
+        intake: httpx.AsyncClient,
+        services: Services,
+        tenant: Tenant,
+        other_tenant: Tenant,
+    ) -> None:
+        await send(intake, tenant, [{"message": "a"}, {"message": "b"}])
+        await send(intake, other_tenant, [{"message": "c"}])
+        patched = await client.patch("/v1/settings", json={"logRetentionDays": 1}, headers=tenant.secret)
+        assert patched.status_code == 200, patched.text
+
+        # Two days on: past the tenant's 1 day, within the other's default 30.
+        report = await housekeeping.run_once(services.db, now=datetime.now(UTC) + timedelta(days=2))
+        assert report.deleted[tenant.org_id] == 2 and other_tenant.org_id not in report.deleted
+        assert await listed(client, tenant) == []
+        assert [r["message"] for r in await listed(client, other_tenant)] == ["c"]
+
+        report = await housekeeping.run_once(services.db, now=datetime.now(UTC) + timedelta(days=31))
+        assert report.deleted[other_tenant.org_id] == 1 and tenant.org_id not in report.deleted
+        ours = log_records.c.organization_id.in_([tenant.org_id, other_tenant.org_id])
+        async with services.db.transaction(write=False) as conn:
+            left = (await conn.execute(sa.select(sa.func.count()).where(ours))).scalar_one()
+        assert left == 0
+
+    @pytest.mark.distributed
+    async def test_postgresql_keeps_daily_partitions_ahead_and_drops_expired_days(
+        self, services: Services, tenant: Tenant
+    ) -> None:
+        now = datetime(2030, 3, 10, 12, tzinfo=UTC)
+        report = await housekeeping.run_once(services.db, now=now)
+        expected = [housekeeping.partition_name((now + timedelta(days=d)).date()) for d in range(4)]
+        assert set(expected) <= set(report.created_partitions)
+        # 40 days later every organization's (default 30-day) retention has passed those days.
+        report = await housekeeping.run_once(services.db, now=now + timedelta(days=40))
+        assert set(expected) <= set(report.dropped_partitions)
+        async with services.db.transaction(write=False) as conn:
+            remaining = await housekeeping.partitions(conn)
+        assert not set(expected) & remaining
