@@ -7,9 +7,11 @@ always stopped and temporary data removed, whatever happens (errors, Ctrl-C, SIG
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -23,7 +25,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
+from urllib.parse import urlsplit
 
+import asyncpg
 import httpx
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -338,3 +342,26 @@ def run_main(
     args.output.write_text(json.dumps(as_json(results), indent=2, default=str) + "\n")
     print(f"\nresults written to {args.output}")
     return 0
+
+
+@contextmanager
+def postgres_database(admin_url: str, prefix: str = "run") -> Iterator[str]:
+    """A database of our own, dropped on every exit path (WITH (FORCE): a server we failed to stop must not
+    keep it alive). The name carries our pid so concurrent runs never collide."""
+    name = f"bench_{prefix}_{os.getpid()}_{secrets.token_hex(3)}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(admin_url)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    try:
+        yield urlsplit(admin_url)._replace(path=f"/{name}").geturl()
+    finally:
+        try:
+            asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        except (OSError, asyncpg.PostgresError) as error:
+            print(f"warning: could not drop database {name}: {error}", file=sys.stderr)

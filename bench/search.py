@@ -17,7 +17,6 @@ import math
 import os
 import platform
 import re
-import secrets
 import shutil
 import sqlite3
 import subprocess
@@ -25,14 +24,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
 from pathlib import Path
 from random import Random
 from typing import Any
-from urllib.parse import urlsplit
 
 import asyncpg
 import httpx
@@ -43,6 +41,7 @@ from harness import (
     clean_env,
     format_table,
     free_port,
+    postgres_database,
     run_checked,
     run_main,
     running_server,
@@ -678,29 +677,6 @@ async def seed_postgres(url: str, data: Sequence[tuple[str, Corpus]], end: datet
         raise BenchError(f"postgres: {stored:,} messages stored, {total:,} expected")
 
 
-@contextmanager
-def postgres_database(admin_url: str) -> Iterator[str]:
-    """A database of our own, dropped on every exit path (WITH (FORCE): a server we failed to stop must not
-    keep it alive). The name carries our pid so concurrent runs never collide."""
-    name = f"bench_search_{os.getpid()}_{secrets.token_hex(3)}"
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(admin_url)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
-    try:
-        yield urlsplit(admin_url)._replace(path=f"/{name}").geturl()
-    finally:
-        try:
-            asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        except (OSError, asyncpg.PostgresError) as error:
-            print(f"warning: could not drop database {name}: {error}", file=sys.stderr)
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Measurement
 # ---------------------------------------------------------------------------------------------------------
@@ -888,7 +864,7 @@ def run_shape(
         data_dir.mkdir()
         stack.callback(_remove_tree, data_dir)  # free the disk before the next shape, not only at the end
         if shape == "postgres":
-            url = stack.enter_context(postgres_database(args.pg_admin_url))
+            url = stack.enter_context(postgres_database(args.pg_admin_url, "search"))
             env = clean_env(THREADLINE_DATA_DIR=str(data_dir), THREADLINE_DATABASE_URL=url)
         else:
             url = f"sqlite:///{data_dir / 'threadline.db'}"

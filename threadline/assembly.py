@@ -4,7 +4,8 @@ the API and the intake, so the two surfaces cannot drift apart.
     RequestContextMiddleware   request id, rate-limit headers, 500 envelope for anything unhandled
       (surface's own)          the intake's CORS, which must answer preflights before authentication
         AccessMiddleware       body size, credential, key type, rate limit (before routing)
-          FastAPI router       handlers; ApiError/validation/routing errors -> envelope
+          (surface's own)      the intake's ingestion endpoints, served as plain ASGI
+            FastAPI router     handlers; ApiError/validation/routing errors -> envelope
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ def assemble(
     body_limit: int | None = None,
     render_error: ErrorRenderer = render_envelope,
     outer: Sequence[tuple[type[Any], dict[str, Any]]] = (),
+    inner: Sequence[tuple[type[Any], dict[str, Any]]] = (),
 ) -> FastAPI:
     """``services`` given: they belong to the caller (``serve`` shares one set between both surfaces).
     Not given: the app's lifespan opens and closes its own. ``outer``: middleware classes and their
-    arguments (besides ``runtime``), run after the request id is set and before authentication."""
+    arguments (besides ``runtime``), run after the request id is set and before authentication;
+    ``inner``: the same, run after authentication and before routing."""
     runtime = Runtime()
 
     @asynccontextmanager
@@ -57,6 +60,8 @@ def assemble(
     app.state.settings = settings
     app.state.operations = operations = OperationIndex(app.router.routes)
     install_error_handlers(app)
+    for middleware, arguments in reversed(inner):
+        app.add_middleware(middleware, runtime=runtime, **arguments)
     app.add_middleware(
         AccessMiddleware,
         runtime=runtime,

@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 
 from tests.keys.test_auth import assert_error
 from tests.support import Tenant
-from threadline.config import Settings
-from threadline.runtime import Services
-from threadline.telemetry.intake import create_intake_app
-
-
-@pytest.fixture
-async def intake(settings: Settings, services: Services) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_intake_app(settings, services)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://intake") as http:
-            yield http
 
 
 @pytest.mark.parametrize(

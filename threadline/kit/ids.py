@@ -64,10 +64,15 @@ def ids_after(prefix: str, last_id: str | None, count: int) -> list[str]:
     return [f"{prefix}_{_encode(value + offset)}" for offset in range(count)]
 
 
+def id_at(prefix: str, moment_ms: int, tail: int) -> str:
+    """The id made at ``moment_ms`` (Unix milliseconds) with ``tail`` as its 80 low bits (seeding tools)."""
+    return f"{prefix}_{_encode((max(moment_ms, 0) << 80) | (tail & ((1 << 80) - 1)))}"
+
+
 def floor_id(prefix: str, moment_ms: int) -> str:
-    """The smallest id made at ``moment_ms`` (Unix milliseconds): ``id >= floor_id(t)`` selects ids made at
-    or after ``t``, so a time range becomes a range of the primary key."""
-    return f"{prefix}_{_encode(max(moment_ms, 0) << 80)}"
+    """The smallest id made at ``moment_ms``: ``id >= floor_id(t)`` selects ids made at or after ``t``, so a
+    time range becomes a range of the primary key."""
+    return id_at(prefix, moment_ms, 0)
 
 
 def id_time_ms(prefix: str, value: str) -> int:

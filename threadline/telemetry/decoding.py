@@ -37,6 +37,7 @@ from threadline.telemetry.schemas import (
     EVENTS,
     LOG_RECORD,
     LOG_RECORDS,
+    MAX_RECORDS,
     EventIn,
     Kind,
     Level,
@@ -45,7 +46,6 @@ from threadline.telemetry.schemas import (
 )
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
-MAX_RECORDS = 1000
 MAX_RECORD_BYTES = 1024 * 1024
 
 Row = dict[str, Any]
@@ -94,7 +94,7 @@ def decode(
             raise UnsupportedMediaType("OTLP is a logs format: send events as JSON or NDJSON.")
         return Decoded("otlp-protobuf", _otlp_rows(_parse_otlp_protobuf(body), body, source))
     if media in (b"application/x-ndjson", b"application/ndjson", b"application/jsonl"):
-        return Decoded("ndjson", _ndjson_rows(kind, body, source))
+        return Decoded("ndjson", _without_nul(kind, _ndjson_rows(kind, body, source), body))
     if media != b"application/json":
         raise UnsupportedMediaType(
             f"Content-Type {media.decode('latin-1')!r} is not accepted: use application/json, "
@@ -104,7 +104,7 @@ def decode(
         document = _loads(body)
         if isinstance(document, dict) and "resourceLogs" in document:
             return Decoded("otlp-json", _otlp_rows(_parse_otlp_json(document), body, source))
-    return Decoded("json", _json_rows(kind, body, source))
+    return Decoded("json", _without_nul(kind, _json_rows(kind, body, source), body))
 
 
 def inflate(body: bytes, content_encoding: bytes | None) -> bytes:
@@ -144,7 +144,7 @@ def _too_large_decompressed() -> str:
 def _loads(body: bytes) -> Any:
     try:
         return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
         raise invalid_json(str(exc)) from exc
 
 
@@ -156,6 +156,10 @@ def _validate(adapter: TypeAdapter[Any], data: bytes, locate: Callable[[tuple[An
         invalid = next((p for p in problems if p["type"] == "json_invalid"), None)
         if invalid is not None:
             raise invalid_json(str(invalid.get("ctx", {}).get("error", "invalid JSON"))) from exc
+        if any(p["type"] == "too_long" and not p["loc"] for p in problems):  # an array past MAX_RECORDS
+            raise PayloadTooLarge(
+                f"More than {MAX_RECORDS} records in one request; the limit is {MAX_RECORDS}."
+            ) from exc
         raise validation_failed(problems, locate) from exc
 
 
@@ -166,7 +170,7 @@ def _json_rows(kind: Kind, body: bytes, source: Source) -> list[Row]:
         _check_count(len(records))
         if len(body) > MAX_RECORD_BYTES:
             for index, record in enumerate(records):
-                _check_record_size(index, len(json.dumps(record, default=str)))
+                _check_record_size(index, len(_json_text(record).encode()))
     else:
         records = [_validate(LOG_RECORD if kind == "log" else EVENT, body, lambda loc: _at(0, loc))]
         _check_record_size(0, len(body))
@@ -324,6 +328,7 @@ def _otlp_rows(request: ExportLogsServiceRequest, body: bytes, source: Source) -
                 inherited["scope.name"] = scope.name
             if scope.version:
                 inherited["scope.version"] = scope.version
+            inherited_nul = _has_nul(inherited)
             for record in scope_logs.log_records:
                 if len(record.trace_id) not in (0, 16) or len(record.span_id) not in (0, 8):
                     raise BadRequest(
@@ -332,6 +337,11 @@ def _otlp_rows(request: ExportLogsServiceRequest, body: bytes, source: Source) -
                     )
                 body_value = _any_value(record.body)
                 message = body_value if isinstance(body_value, str) else _json_text(body_value)
+                attributes = _key_values(record.attributes)
+                if _has_nul(message):
+                    raise _nul_refused(len(rows), "body")
+                if inherited_nul or _has_nul(attributes):
+                    raise _nul_refused(len(rows), "attributes")
                 nanos = record.time_unix_nano or record.observed_time_unix_nano
                 row: Row = {
                     "organization_id": source.organization_id,
@@ -339,8 +349,8 @@ def _otlp_rows(request: ExportLogsServiceRequest, body: bytes, source: Source) -
                     "kind": "log",
                     "level": _otlp_level(record.severity_number, record.severity_text),
                     "message": message,
-                    "timestamp": datetime.fromtimestamp(nanos / 1e9, UTC) if nanos else source.received,
-                    "attributes": {**inherited, **_key_values(record.attributes)},
+                    "timestamp": _from_unix_nanos(nanos) if nanos else source.received,
+                    "attributes": {**inherited, **attributes},
                     "trace_id": record.trace_id.hex() or None,
                     "span_id": record.span_id.hex() or None,
                     "name": None,
@@ -350,9 +360,55 @@ def _otlp_rows(request: ExportLogsServiceRequest, body: bytes, source: Source) -
                 rows.append(row)
     if len(body) > MAX_RECORD_BYTES:
         for index, row in enumerate(rows):
-            _check_record_size(index, len(row["message"]) + len(_json_text(row["attributes"])))
+            size = len(row["message"].encode()) + len(_json_text(row["attributes"]).encode())
+            _check_record_size(index, size)
     return rows
 
 
+def _from_unix_nanos(nanos: int) -> datetime:
+    """Exact to the microsecond: ``nanos / 1e9`` as a float rounds (…20.999999999 became …21.000000)."""
+    seconds, rest = divmod(nanos, 1_000_000_000)
+    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest // 1000)
+
+
 def _json_text(value: Any) -> str:
-    return "" if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+# --- NUL characters ---------------------------------------------------------------------------------------
+# PostgreSQL can store NUL (U+0000) in neither text nor jsonb: such a record is refused here, as a 400 naming
+# it on both backends, instead of failing the insert (a 500 for every request in the same group commit).
+
+_TEXT_FIELDS: dict[Kind, tuple[tuple[str, str], ...]] = {
+    "log": (("message", "message"), ("attributes", "attributes")),
+    "event": (("name", "name"), ("properties", "properties"), ("distinct_id", "distinctId")),
+}
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any("\x00" in key or _has_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
+
+
+def _nul_refused(index: int, field: str) -> BadRequest:
+    return BadRequest(
+        f"Invalid request: [{index}].{field}: text cannot contain the NUL character (\\u0000).",
+        reason="VALIDATION_FAILED",
+    )
+
+
+def _without_nul(kind: Kind, rows: list[Row], body: bytes) -> list[Row]:
+    """JSON writes a NUL only as the escape ``\\u0000``: a body without one needs no closer look."""
+    if b"\\u0000" in body:
+        for index, row in enumerate(rows):
+            for column, field in _TEXT_FIELDS[kind]:
+                if _has_nul(row[column]):
+                    raise _nul_refused(index, field)
+    return rows

@@ -95,21 +95,8 @@ async def _maintain_partitions(db: Database, now: datetime, keep_days: int | Non
     today = now.date()
     for offset in range(DAYS_AHEAD + 1):
         day = today + timedelta(days=offset)
-        name = partition_name(day)
-        if name in existing:
-            continue
-        start = datetime.combine(day, time(), UTC)
-        bounds = f"FROM ('{start.isoformat()}') TO ('{(start + timedelta(days=1)).isoformat()}')"
-        try:
-            async with db.transaction() as conn:
-                await conn.execute(
-                    sa.text(f"CREATE TABLE IF NOT EXISTS {name} PARTITION OF log_records FOR VALUES {bounds}")
-                )
-            report.created_partitions.append(name)
-        except sa.exc.DBAPIError:
-            # Another process created it meanwhile, or the default partition already holds rows of that
-            # day (housekeeping did not run for days): those rows stay there and retention deletes them.
-            log.warning("could not create log partition %s", name, exc_info=True)
+        if partition_name(day) not in existing and await create_partition(db, day):
+            report.created_partitions.append(partition_name(day))
     if keep_days is None:
         return
     oldest_kept = today - timedelta(days=keep_days)
@@ -120,6 +107,26 @@ async def _maintain_partitions(db: Database, now: datetime, keep_days: int | Non
             async with db.transaction() as conn:
                 await conn.execute(sa.text(f"DROP TABLE IF EXISTS {name}"))
             report.dropped_partitions.append(name)
+
+
+async def create_partition(db: Database, day: date) -> bool:
+    """The partition for records received on ``day`` (UTC); False if it could not be made."""
+    start = datetime.combine(day, time(), UTC)
+    bounds = f"FROM ('{start.isoformat()}') TO ('{(start + timedelta(days=1)).isoformat()}')"
+    try:
+        async with db.transaction() as conn:
+            await conn.execute(
+                sa.text(
+                    f"CREATE TABLE IF NOT EXISTS {partition_name(day)} PARTITION OF log_records "
+                    f"FOR VALUES {bounds}"
+                )
+            )
+    except sa.exc.DBAPIError:
+        # Another process created it meanwhile, or the default partition already holds rows of that day
+        # (housekeeping did not run for days): those rows stay there, and retention deletes them.
+        log.warning("could not create log partition %s", partition_name(day), exc_info=True)
+        return False
+    return True
 
 
 async def partitions(conn: Conn) -> set[str]:

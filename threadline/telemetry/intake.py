@@ -16,24 +16,32 @@ from fastapi import APIRouter, FastAPI, Request
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from pydantic import TypeAdapter
 from starlette.responses import Response
-from starlette.types import Scope
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from threadline import health
 from threadline.assembly import assemble, mount_routes
 from threadline.config import Settings
-from threadline.keys.auth import principal_of
+from threadline.keys.auth import PRINCIPAL_SCOPE_KEY
 from threadline.kit.clock import utcnow
-from threadline.kit.errors import ApiError, Forbidden, ServiceUnavailable, render_envelope
+from threadline.kit.errors import (
+    UNKNOWN_OPERATION,
+    ApiError,
+    BadRequest,
+    Forbidden,
+    MethodNotAllowed,
+    ServiceUnavailable,
+    render_envelope,
+)
 from threadline.kit.openapi import AUTHENTICATED, errors
-from threadline.runtime import BACKEND_ERRORS, Services
+from threadline.runtime import BACKEND_ERRORS, Runtime, Services
 from threadline.telemetry.cors import CorsMiddleware, check_origin
 from threadline.telemetry.decoding import MAX_BODY_BYTES, Source, decode, is_protobuf
 from threadline.telemetry.schemas import Accepted, EventIn, Kind, LogRecordIn
 
 router = APIRouter(prefix="/v1", tags=["intake"])
 
-_JSON = "application/json"
-_PROTOBUF = "application/x-protobuf"
+_JSON = b"application/json"
+_PROTOBUF = b"application/x-protobuf"
 _OTLP_PROTOBUF_OK = ExportLogsServiceResponse().SerializeToString()
 
 
@@ -41,58 +49,108 @@ def _body_schema(record: type[Any], with_otlp: bool) -> dict[str, Any]:
     one = TypeAdapter(record).json_schema()
     json_forms: list[dict[str, Any]] = [one, {"type": "array", "items": one, "maxItems": 1000}]
     content: dict[str, Any] = {
-        _JSON: {"schema": {"oneOf": json_forms}},
+        "application/json": {"schema": {"oneOf": json_forms}},
         "application/x-ndjson": {"schema": {"type": "string", "description": "One JSON record per line."}},
     }
     if with_otlp:
         json_forms.append(
             {"type": "object", "required": ["resourceLogs"], "description": "OTLP/HTTP JSON logs."}
         )
-        content[_PROTOBUF] = {
+        content["application/x-protobuf"] = {
             "schema": {"type": "string", "format": "binary", "description": "OTLP ExportLogsServiceRequest."}
         }
     return {"required": True, "content": content}
 
 
-async def _ingest(request: Request, kind: Kind) -> Response:
-    principal = principal_of(request)
-    scope = request.scope
-    check_origin(scope, principal)
-    project_id = principal.key.project_id
-    if project_id is None:  # pragma: no cover - public keys always belong to a project
-        raise Forbidden("This key belongs to no project.")
-    headers = request.headers
-    body = await request.body()
-    decoded = decode(
-        kind,
-        body,
-        _raw(headers.get("content-type")),
-        _raw(headers.get("content-encoding")),
-        Source(principal.organization_id, project_id, utcnow()),
-    )
-    services: Services = request.app.state.runtime.services
-    try:
-        await services.logs.write(decoded.rows)
-    except BACKEND_ERRORS as exc:
-        raise ServiceUnavailable(
-            "Storage is unreachable; nothing was stored. Retry shortly.", reason="DEPENDENCY_DOWN"
-        ) from exc
-    if decoded.format == "otlp-protobuf":
-        return Response(_OTLP_PROTOBUF_OK, media_type=_PROTOBUF)
-    if decoded.format == "otlp-json":
-        return Response(b"{}", media_type=_JSON)
-    return Response(b'{"accepted":%d}' % len(decoded.rows), status_code=202, media_type=_JSON)
+class IngestEndpoints:
+    """Serves ``POST /v1/logs`` and ``POST /v1/events`` as plain ASGI, inside the access middleware
+    (authenticated, rate limited) and before FastAPI's routing.
+
+    The intake's cost per record is what its benchmark holds against a bare ASGI endpoint: FastAPI's
+    request machinery (exception middleware, routing, the endpoint wrapper, a Request and a Response
+    object) measured twice the cost of the ingestion itself. The operations are still declared to FastAPI
+    below, once, for the contract and for error bodies' operation ids."""
+
+    def __init__(self, app: ASGIApp, *, runtime: Runtime) -> None:
+        self.app = app
+        self.runtime = runtime
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = _ROUTES.get(scope["path"]) if scope["type"] == "http" else None
+        if kind is None:
+            await self.app(scope, receive, send)
+            return
+        try:
+            status, media_type, content = await self._ingest(scope, receive, kind)
+        except ApiError as error:
+            operation_id = _OPERATIONS[kind] if scope["method"] == "POST" else UNKNOWN_OPERATION
+            await render_intake_error(scope, error, operation_id)(scope, receive, send)
+            return
+        headers = [(b"content-type", media_type), (b"content-length", b"%d" % len(content))]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": content})
+
+    async def _ingest(self, scope: Scope, receive: Receive, kind: Kind) -> tuple[int, bytes, bytes]:
+        if scope["method"] != "POST":
+            raise MethodNotAllowed(
+                f"{scope['method']} is not allowed on {scope['path']}.", headers={"Allow": "POST, OPTIONS"}
+            )
+        principal = scope[PRINCIPAL_SCOPE_KEY]
+        check_origin(scope, principal)
+        project_id = principal.key.project_id
+        if project_id is None:  # pragma: no cover - public keys always belong to a project
+            raise Forbidden("This key belongs to no project.")
+        content_type = content_encoding = None
+        for name, value in scope["headers"]:
+            if name == b"content-type":
+                content_type = value
+            elif name == b"content-encoding":
+                content_encoding = value
+        decoded = decode(
+            kind,
+            await _read_body(receive),
+            content_type,
+            content_encoding,
+            Source(principal.organization_id, project_id, utcnow()),
+        )
+        try:
+            await self.runtime.services.logs.write(decoded.rows)
+        except BACKEND_ERRORS as exc:
+            raise ServiceUnavailable(
+                "Storage is unreachable; nothing was stored. Retry shortly.", reason="DEPENDENCY_DOWN"
+            ) from exc
+        if decoded.format == "otlp-protobuf":
+            return 200, _PROTOBUF, _OTLP_PROTOBUF_OK
+        if decoded.format == "otlp-json":
+            return 200, _JSON, b"{}"
+        return 202, _JSON, b'{"accepted":%d}' % len(decoded.rows)
 
 
-def _raw(value: str | None) -> bytes | None:
-    return None if value is None else value.encode("latin-1")
+async def _read_body(receive: Receive) -> bytes:
+    """The whole body; its size was bounded by the access middleware (Content-Length or counted)."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise BadRequest("The client disconnected before sending the whole body.")
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+_ROUTES: dict[str, Kind] = {"/v1/logs": "log", "/v1/events": "event"}
+_OPERATIONS: dict[Kind, str] = {"log": "logs.ingest", "event": "events.ingest"}
+
+
+async def _served_before_routing(request: Request) -> None:  # pragma: no cover - never reached
+    raise AssertionError(f"{request.url.path} is served by IngestEndpoints, before routing")
 
 
 _OTLP_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "OTLP requests: all records committed; an `ExportLogsServiceResponse` in the "
         "request's encoding (`{}` in JSON).",
-        "content": {_PROTOBUF: {"schema": {"type": "string", "format": "binary"}}},
+        "content": {"application/x-protobuf": {"schema": {"type": "string", "format": "binary"}}},
     },
     202: {"description": "All records committed."},
 }
@@ -106,12 +164,12 @@ _OTLP_RESPONSES: dict[int | str, dict[str, Any]] = {
     responses={**_OTLP_RESPONSES, **errors(400, 413, 415, 503, *AUTHENTICATED)},
     openapi_extra={"requestBody": _body_schema(LogRecordIn, with_otlp=True)},
 )
-async def ingest_logs(request: Request) -> Response:
+async def ingest_logs(request: Request) -> None:
     """Log records with a project's public key (`x-service-key`): one record, an array (at most 1,000),
     NDJSON, or OpenTelemetry OTLP/HTTP logs (JSON or protobuf); `Content-Encoding: gzip` accepted. At most
     5 MiB per request after decompression and 1 MiB per record. All or nothing: a bad record is a 400
     naming its index and nothing is stored. The answer comes after the commit."""
-    return await _ingest(request, "log")
+    await _served_before_routing(request)
 
 
 @router.post(
@@ -122,10 +180,10 @@ async def ingest_logs(request: Request) -> Response:
     responses=errors(400, 413, 415, 503, *AUTHENTICATED),
     openapi_extra={"requestBody": _body_schema(EventIn, with_otlp=False)},
 )
-async def ingest_events(request: Request) -> Response:
+async def ingest_events(request: Request) -> None:
     """Product events with a project's public key (`x-service-key`); the same formats (but OTLP),
     limits and guarantees as log records. Stored as telemetry of kind `event`."""
-    return await _ingest(request, "event")
+    await _served_before_routing(request)
 
 
 # --- errors in OTLP's protobuf encoding -----------------------------------------------------------------
@@ -141,7 +199,9 @@ def render_intake_error(scope: Scope, error: ApiError, operation_id: str) -> Res
     if not is_protobuf(content_type):
         return render_envelope(scope, error, operation_id)
     status = _rpc_status(_RPC_CODES.get(error.status, 13), error.message)
-    return Response(status, status_code=error.status, headers=error.headers, media_type=_PROTOBUF)
+    return Response(
+        status, status_code=error.status, headers=error.headers, media_type="application/x-protobuf"
+    )
 
 
 def _rpc_status(code: int, message: str) -> bytes:
@@ -176,7 +236,8 @@ def create_intake_app(settings: Settings | None = None, services: Services | Non
         services,
         body_limit=MAX_BODY_BYTES,
         render_error=render_intake_error,
-        outer=[(CorsMiddleware, {"paths": frozenset({"/v1/logs", "/v1/events"})})],
+        outer=[(CorsMiddleware, {"paths": frozenset(_ROUTES)})],
+        inner=[(IngestEndpoints, {})],
     )
     app.add_exception_handler(ApiError, _api_error)
     mount_routes(app, router, health.router)
