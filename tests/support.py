@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -124,6 +126,27 @@ def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 20
                     process.wait()
 
 
+def init_database(env: dict[str, str]) -> dict[str, Any]:
+    """``threadline init --json`` on the (empty) database of ``env``: the first organization and its keys."""
+    created: dict[str, Any] = json.loads(threadline("init", "--json", env=env).stdout)
+    return created
+
+
+def all_log_records(api_url: str, secret_key: str, timeout: float = 10) -> list[dict[str, Any]]:
+    """Every record ``GET /v1/logs`` shows the key's organization, walking ``nextCursor`` to the end."""
+    records: list[dict[str, Any]] = []
+    params: dict[str, str | int] = {"limit": 100}
+    with httpx.Client(timeout=timeout, headers={"Authorization": f"Bearer {secret_key}"}) as http:
+        while True:
+            response = http.get(f"{api_url}/v1/logs", params=params)
+            assert response.status_code == 200, response.text
+            page = response.json()
+            records += page["data"]
+            if page["nextCursor"] is None:
+                return records
+            params["cursor"] = page["nextCursor"]
+
+
 def _answers(url: str) -> bool:
     try:
         return httpx.get(url, timeout=1).status_code == 200
@@ -131,4 +154,13 @@ def _answers(url: str) -> bool:
         return False
 
 
-__all__ = ["ServerProcess", "Tenant", "free_port", "make_tenant", "running_server", "threadline"]
+__all__ = [
+    "ServerProcess",
+    "Tenant",
+    "all_log_records",
+    "free_port",
+    "init_database",
+    "make_tenant",
+    "running_server",
+    "threadline",
+]

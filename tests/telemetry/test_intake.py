@@ -1290,3 +1290,18 @@ async def test_records_are_invisible_to_other_organizations(
     assert {r["projectId"] for r in mine} == {tenant.project_id}
     assert [r["message"] for r in theirs] == ["globex line"]
     assert await listed(client, other_tenant, q="acme") == []
+
+
+async def test_key_of_a_project_deleted_a_moment_ago_is_401_not_500(
+    intake: httpx.AsyncClient, tenant: Tenant, services: Services
+) -> None:
+    """The key may still be cached for a moment after its project is gone; the insert's foreign key then
+    refuses the record, and the client hears why instead of a 500."""
+    assert (
+        await intake.post("/v1/logs", json={"message": "before"}, headers=tenant.public)
+    ).status_code == 202
+    async with services.db.transaction() as conn:
+        await conn.execute(sa.text("DELETE FROM projects WHERE id = :id"), {"id": tenant.project_id})
+    response = await intake.post("/v1/logs", json={"message": "after"}, headers=tenant.public)
+    assert response.status_code == 401, response.text
+    assert response.json()["reason"] == "INVALID_KEY"

@@ -14,6 +14,7 @@ from tests.keys.test_auth import assert_error
 from tests.support import Tenant
 from threadline.kit.clock import isoformat
 from threadline.runtime import Services
+from threadline.settings import schemas as settings_schemas
 from threadline.telemetry import housekeeping, repository
 from threadline.telemetry.tables import log_records
 
@@ -258,8 +259,9 @@ class TestRetention:
         report = await housekeeping.run_once(services.db, now=now)
         expected = [housekeeping.partition_name((now + timedelta(days=d)).date()) for d in range(4)]
         assert set(expected) <= set(report.created_partitions)
-        # 40 days later every organization's (default 30-day) retention has passed those days.
-        report = await housekeeping.run_once(services.db, now=now + timedelta(days=40))
+        # Once every organization's retention (the longest allowed, whatever other tests set) has passed.
+        longest = settings_schemas.MAX_LOG_RETENTION_DAYS
+        report = await housekeeping.run_once(services.db, now=now + timedelta(days=longest + 10))
         assert set(expected) <= set(report.dropped_partitions)
         async with services.db.transaction(write=False) as conn:
             remaining = await housekeeping.partitions(conn)

@@ -194,25 +194,25 @@ class Database:
                 connection.info.pop(_AFTER_COMMIT, None)
                 connection.close()
 
-    async def write_sync(self, function: Callable[[Connection], T]) -> T:
-        """``function`` with a plain connection inside one write transaction, committed before returning.
+    async def write_session(self, function: Callable[[Connection], T]) -> T:
+        """``function`` with a plain connection, holding this process's turn to write; it opens and commits
+        its own transactions (``with connection.begin():``, which is ``BEGIN IMMEDIATE`` on SQLite).
 
-        For hot write paths: on SQLite the whole transaction (``BEGIN IMMEDIATE``, the statements, the
-        commit) is one trip to a worker thread instead of one per step; under load every trip waits for
-        a turn of the event loop, which measured five times longer than the transaction itself."""
+        For hot write paths: on SQLite the whole session runs in one trip to a worker thread instead of
+        one per step (begin, statements, commit); under load every trip waits for a turn of the event loop,
+        which measured longer than the transaction itself. Keep sessions short: the process's other
+        writers wait for them. On PostgreSQL ``function`` runs through the asyncio engine's ``run_sync``."""
         if self._sync_engine is not None:
             engine = self._sync_engine
 
             def run() -> T:
                 with engine.connect() as plain:
-                    connection = plain.execution_options(**{_WRITE_OPTION: True})
-                    with connection.begin():
-                        return function(connection)
+                    return function(plain.execution_options(**{_WRITE_OPTION: True}))
 
             async with self._writers, self._slots:
                 return await _in_thread(run)
         assert self._async_engine is not None
-        async with self._async_engine.begin() as connection:
+        async with self._async_engine.connect() as connection:
             return await connection.run_sync(function)
 
     async def run_sync(self, function: Callable[[Connection], T]) -> T:

@@ -11,6 +11,7 @@ from threadline.organizations.schemas import RateLimitOut
 MODEL_PROVIDERS = ("offline", "openai")
 MAX_INSTRUCTIONS_CHARS = 32_768
 MAX_ORIGINS = 50
+MAX_LOG_RETENTION_DAYS = 3650
 _MODEL = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*)/[A-Za-z0-9._:@/-]{1,160}$")
 _ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
 
@@ -45,7 +46,7 @@ class SettingsUpdate(RequestModel):
         None, description="System instructions for runs that give none; null clears them."
     )
     log_retention_days: int | None = Field(
-        None, ge=1, le=3650, description="Telemetry older than this is deleted."
+        None, ge=1, le=MAX_LOG_RETENTION_DAYS, description="Telemetry older than this is deleted."
     )
     allowed_origins: Origins | None = Field(
         None, description="Origins the intake answers browsers for (CORS); `*` for any."

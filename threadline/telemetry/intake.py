@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import sqlalchemy as sa
 from fastapi import APIRouter, FastAPI, Request
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from pydantic import TypeAdapter
@@ -30,6 +31,7 @@ from threadline.kit.errors import (
     Forbidden,
     MethodNotAllowed,
     ServiceUnavailable,
+    Unauthorized,
     render_envelope,
 )
 from threadline.kit.openapi import AUTHENTICATED, errors
@@ -115,6 +117,9 @@ class IngestEndpoints:
         )
         try:
             await self.runtime.services.logs.write(decoded.rows)
+        except sa.exc.IntegrityError as exc:
+            # Only the foreign keys can fail: the key's project (and so the key) was deleted a moment ago.
+            raise Unauthorized("The key's project no longer exists.", reason="INVALID_KEY") from exc
         except BACKEND_ERRORS as exc:
             raise ServiceUnavailable(
                 "Storage is unreachable; nothing was stored. Retry shortly.", reason="DEPENDENCY_DOWN"

@@ -16,7 +16,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
+import threading
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,16 +39,27 @@ log = logging.getLogger(__name__)
 LOGS_APPENDED = "logs.appended"
 ID_PREFIX = "log"
 _MAX_GROUP_ROWS = 20_000
+_TURN_SECONDS = 0.05
 
-_Waiter = tuple[list[Row], "asyncio.Future[None]"]
+
+@dataclass(slots=True)
+class _Waiter:
+    """One request's records, already in the form the insert takes (see ``append``)."""
+
+    rows: list[Any]
+    organizations: frozenset[str]
+    future: asyncio.Future[None]
 
 
 class LogWriter:
     def __init__(self, db: Database, signals: SignalBus) -> None:
         self._db = db
         self._signals = signals
-        self._pending: list[_Waiter] = []
+        self._pending: list[_Waiter] = []  # appended on the loop, taken by the writing thread
+        self._lock = threading.Lock()
         self._flusher: asyncio.Task[None] | None = None
+        self._announcing: set[asyncio.Task[None]] = set()
+        self._sqlite = db.dialect_name == "sqlite"
 
     async def write(self, rows: list[Row]) -> None:
         """Returns once ``rows`` are committed (they get their ids and ``received_at`` then)."""
@@ -52,49 +67,76 @@ class LogWriter:
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         future.add_done_callback(_retrieve)
-        self._pending.append((rows, future))
+        organizations = frozenset(row["organization_id"] for row in rows)
+        # Prepared here, outside the write lock: only ids, the insert and the commit are serialized.
+        prepared: list[Any] = _sqlite_parameters(rows) if self._sqlite else rows
+        with self._lock:
+            self._pending.append(_Waiter(prepared, organizations, future))
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush(), name="threadline-log-writer")
         # Shielded: a request that goes away must not cancel the commit its rows are part of.
         await asyncio.shield(future)
 
     async def _flush(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
             while self._pending:
-                group = self._take_group()
                 try:
-                    await self._commit(group)
-                except Exception as exc:
-                    if len(group) > 1 and isinstance(exc, sa.exc.IntegrityError):
-                        for waiter in group:
-                            await self._commit_alone(waiter)
-                    else:
-                        _fail(group, exc)
+                    await self._db.write_session(lambda connection: self._drain(connection, loop))
+                except Exception as exc:  # no connection at all: everyone waiting hears it (503)
+                    with self._lock:
+                        waiting, self._pending = self._pending, []
+                    _fail(waiting, exc)
         finally:
             self._flusher = None
+
+    def _drain(self, connection: Connection, loop: asyncio.AbstractEventLoop) -> None:
+        """Commit groups back to back, each in its own transaction, until nothing is pending or the turn
+        has lasted ``_TURN_SECONDS`` (the process's other writers wait for it). Runs off the event loop on
+        SQLite: a group arriving while the previous one commits goes next without waiting for the loop."""
+        deadline = time.monotonic() + _TURN_SECONDS
+        while time.monotonic() < deadline:
+            with self._lock:
+                group = self._take_group()
+            if not group:
+                return
+            self._commit(connection, group, loop)
 
     def _take_group(self) -> list[_Waiter]:
         group: list[_Waiter] = []
         size = 0
-        while self._pending and (not group or size + len(self._pending[0][0]) <= _MAX_GROUP_ROWS):
+        while self._pending and (not group or size + len(self._pending[0].rows) <= _MAX_GROUP_ROWS):
             waiter = self._pending.pop(0)
             group.append(waiter)
-            size += len(waiter[0])
+            size += len(waiter.rows)
         return group
 
-    async def _commit_alone(self, waiter: _Waiter) -> None:
+    def _commit(self, connection: Connection, group: list[_Waiter], loop: asyncio.AbstractEventLoop) -> None:
         try:
-            await self._commit([waiter])
+            with connection.begin():
+                append(connection, [row for waiter in group for row in waiter.rows])
+        except sa.exc.IntegrityError as exc:
+            if len(group) == 1:
+                loop.call_soon_threadsafe(_fail, group, exc)
+                return
+            for waiter in group:  # one request's problem must not fail the others
+                self._commit(connection, [waiter], loop)
+            return
         except Exception as exc:
-            _fail([waiter], exc)
+            loop.call_soon_threadsafe(_fail, group, exc)
+            return
+        loop.call_soon_threadsafe(self._committed, group)
 
-    async def _commit(self, group: Sequence[_Waiter]) -> None:
-        rows = [row for batch, _ in group for row in batch]
-        await self._db.write_sync(lambda connection: append(connection, rows))
-        for _, future in group:
-            if not future.done():
-                future.set_result(None)
-        for organization_id in {row["organization_id"] for row in rows}:
+    def _committed(self, group: list[_Waiter]) -> None:
+        for waiter in group:
+            if not waiter.future.done():
+                waiter.future.set_result(None)
+        announce = asyncio.create_task(self._announce(frozenset().union(*(w.organizations for w in group))))
+        self._announcing.add(announce)
+        announce.add_done_callback(self._announcing.discard)
+
+    async def _announce(self, organizations: frozenset[str]) -> None:
+        for organization_id in organizations:
             try:
                 await self._signals.publish(LOGS_APPENDED, organization_id)
             except Exception:  # a tail falls back to polling; the rows are committed either way
@@ -106,20 +148,31 @@ class LogWriter:
             await asyncio.shield(self._flusher)
 
 
-def append(connection: Connection, rows: list[Row]) -> None:
+def append(connection: Connection, rows: list[Any]) -> None:
     """Give ``rows`` ids after the last committed one (locking the sequence row) and insert them. Runs
-    inside the caller's write transaction (``Database.write_sync``)."""
+    inside the caller's write transaction (``Database.write_session``). ``rows``: on SQLite, parameter lists
+    from ``_sqlite_parameters``; on PostgreSQL, row dicts."""
     # FOR UPDATE on PostgreSQL; SQLite renders nothing for it (its write lock is held already).
     query = sa.select(log_sequence.c.last_id).where(log_sequence.c.id == 1).with_for_update()
     last_id = connection.execute(query).scalar_one_or_none()
     ids = ids_after(ID_PREFIX, last_id, len(rows))
     received_at = datetime.fromtimestamp(id_time_ms(ID_PREFIX, ids[0]) / 1000, UTC)
-    for row, row_id in zip(rows, ids, strict=True):
-        row["id"] = row_id
-        row["received_at"] = received_at
     if connection.dialect.name == "sqlite":
-        connection.exec_driver_sql(_SQLITE_INSERT, _sqlite_parameters(rows))
+        received_text = _sqlite_time(received_at)
+        for parameters, row_id in zip(rows, ids, strict=True):
+            parameters[_ID_SLOT] = row_id
+            parameters[_RECEIVED_SLOT] = received_text
+        cursor = connection.connection.cursor()  # the driver's own: it takes the lists as they are
+        try:
+            cursor.executemany(_SQLITE_INSERT, rows)
+        except sqlite3.Error as exc:  # as SQLAlchemy would have raised it (IntegrityError, ...)
+            raise sa.exc.DBAPIError.instance(_SQLITE_INSERT, None, exc, sqlite3.Error) from exc
+        finally:
+            cursor.close()
     else:
+        for row, row_id in zip(rows, ids, strict=True):
+            row["id"] = row_id
+            row["received_at"] = received_at
         connection.execute(log_records.insert(), rows)
     connection.execute(log_sequence.update().where(log_sequence.c.id == 1).values(last_id=ids[-1]))
 
@@ -131,29 +184,36 @@ def append(connection: Connection, rows: list[Row]) -> None:
 _COLUMNS = [column.name for column in log_records.c]
 _SQLITE_INSERT = str(log_records.insert().compile(dialect=sqlite.dialect()))
 _JSON_COLUMNS = frozenset({"attributes", "properties"})
-_TIME_COLUMNS = frozenset({"received_at", "timestamp"})
+_ASSIGNED = frozenset({"id", "received_at"})
 
 
-def _sqlite_parameters(rows: list[Row]) -> list[tuple[Any, ...]]:
-    formatted: dict[datetime, str] = {}  # most records of a request share their time of receipt
+_ID_SLOT = _COLUMNS.index("id")
+_RECEIVED_SLOT = _COLUMNS.index("received_at")
 
-    def sqlite_time(moment: datetime) -> str:
+
+def _sqlite_time(moment: datetime) -> str:
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
+def _sqlite_parameters(rows: list[Row]) -> list[list[Any]]:
+    """Each row as the driver's parameter list; the id and ``received_at`` slots are filled at commit."""
+    formatted: dict[datetime, str] = {}  # most records of a request share their time
+
+    def cached_time(moment: datetime) -> str:
         text = formatted.get(moment)
         if text is None:
-            text = formatted[moment] = (
-                moment.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
-            )
+            text = formatted[moment] = _sqlite_time(moment)
         return text
 
     converters = [
-        sqlite_time if name in _TIME_COLUMNS else _json_or_null if name in _JSON_COLUMNS else None
+        cached_time if name == "timestamp" else _json_or_null if name in _JSON_COLUMNS else None
         for name in _COLUMNS
     ]
     return [
-        tuple(
-            row[name] if convert is None else convert(row[name])
+        [
+            None if name in _ASSIGNED else row[name] if convert is None else convert(row[name])
             for name, convert in zip(_COLUMNS, converters, strict=True)
-        )
+        ]
         for row in rows
     ]
 
@@ -169,6 +229,6 @@ def _retrieve(future: asyncio.Future[None]) -> None:
 
 
 def _fail(group: Sequence[_Waiter], exc: BaseException) -> None:
-    for _, future in group:
-        if not future.done():
-            future.set_exception(exc)
+    for waiter in group:
+        if not waiter.future.done():
+            waiter.future.set_exception(exc)
