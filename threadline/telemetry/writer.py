@@ -14,8 +14,8 @@ wakes the live tails (``telemetry.tail``).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+import operator
 import sqlite3
 import threading
 import time
@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
+from pydantic_core import to_json
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
@@ -179,8 +180,8 @@ def append(connection: Connection, rows: list[Any]) -> None:
 
 # SQLite's bulk path hands tuples to the driver: SQLAlchemy's per-row parameter processing (type
 # decorators, JSON) measured 15 us a row, twice the cost of the insert itself. The values are written
-# exactly as the declared types write them (UtcDateTime: naive UTC "YYYY-MM-DD HH:MM:SS.ffffff"; JSON:
-# json.dumps), so every read through the table sees the same thing either way.
+# as the declared types read them (UtcDateTime: naive UTC "YYYY-MM-DD HH:MM:SS.ffffff"; JSON: JSON text),
+# so every read through the table sees the same thing either way.
 _COLUMNS = [column.name for column in log_records.c]
 _SQLITE_INSERT = str(log_records.insert().compile(dialect=sqlite.dialect()))
 _JSON_COLUMNS = frozenset({"attributes", "properties"})
@@ -189,37 +190,40 @@ _ASSIGNED = frozenset({"id", "received_at"})
 
 _ID_SLOT = _COLUMNS.index("id")
 _RECEIVED_SLOT = _COLUMNS.index("received_at")
+_ASSIGNED_SLOTS = sorted((_ID_SLOT, _RECEIVED_SLOT))
 
 
 def _sqlite_time(moment: datetime) -> str:
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
+_ROW_VALUES = operator.itemgetter(*(name for name in _COLUMNS if name not in _ASSIGNED))
+_TIMESTAMP_SLOT = _COLUMNS.index("timestamp")
+_JSON_SLOTS = [_COLUMNS.index(name) for name in _JSON_COLUMNS]
+
+
 def _sqlite_parameters(rows: list[Row]) -> list[list[Any]]:
     """Each row as the driver's parameter list; the id and ``received_at`` slots are filled at commit."""
     formatted: dict[datetime, str] = {}  # most records of a request share their time
-
-    def cached_time(moment: datetime) -> str:
+    prepared = []
+    for row in rows:
+        values = list(_ROW_VALUES(row))
+        for slot in _ASSIGNED_SLOTS:
+            values.insert(slot, None)
+        moment = values[_TIMESTAMP_SLOT]
         text = formatted.get(moment)
         if text is None:
             text = formatted[moment] = _sqlite_time(moment)
-        return text
-
-    converters = [
-        cached_time if name == "timestamp" else _json_or_null if name in _JSON_COLUMNS else None
-        for name in _COLUMNS
-    ]
-    return [
-        [
-            None if name in _ASSIGNED else row[name] if convert is None else convert(row[name])
-            for name, convert in zip(_COLUMNS, converters, strict=True)
-        ]
-        for row in rows
-    ]
+        values[_TIMESTAMP_SLOT] = text
+        for slot in _JSON_SLOTS:
+            values[slot] = _json_or_null(values[slot])
+        prepared.append(values)
+    return prepared
 
 
 def _json_or_null(value: Any) -> str | None:
-    return None if value is None else json.dumps(value)
+    # pydantic-core's encoder: several times faster than json.dumps, and any JSON reads back the same.
+    return None if value is None else to_json(value).decode()
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:
