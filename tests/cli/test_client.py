@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+
+import httpx
 
 from tests.conftest import Backend
 from tests.support import Tenant, running_server, threadline
+from threadline.client import Threadline
 from threadline.config import Settings
 
 
@@ -51,3 +57,61 @@ def test_threads_and_search_commands(backend: Backend, settings: Settings, tenan
         assert bad.returncode == 1 and "INVALID_QUERY" in bad.stderr
         malformed = threadline("threads", "create", "--metadata", "novalue", env=env, check=False)
         assert malformed.returncode == 2
+
+
+def test_logs_tail_follows_new_records_live(backend: Backend, settings: Settings, tenant: Tenant) -> None:
+    """The tail prints what was committed since --since, then what arrives while it runs, in order."""
+    with running_server(backend.env(settings)) as server:
+        env = {
+            **backend.env(settings),
+            "THREADLINE_API_KEY": tenant.created.secret_value,
+            "THREADLINE_BASE_URL": f"{server.api_url}/v1",
+        }
+        intake = f"{server.intake_url}/v1/logs"
+        sent = httpx.post(intake, json={"message": "before", "level": "error"}, headers=tenant.public)
+        assert sent.status_code == 202
+        since = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+        tail = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "threadline",
+                "logs",
+                "tail",
+                "--since",
+                since,
+                "--level",
+                "warn",
+                "--json",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert tail.stdout is not None
+            first = json.loads(tail.stdout.readline())
+            assert first["message"] == "before" and first["type"] == "log_record"
+            httpx.post(intake, json=[{"message": "ignored", "level": "info"}], headers=tenant.public)
+            httpx.post(intake, json={"message": "after", "level": "fatal"}, headers=tenant.public)
+            second = json.loads(tail.stdout.readline())
+            assert second["message"] == "after" and second["cursor"] > first["cursor"]
+        finally:
+            tail.terminate()
+            tail.wait(timeout=10)
+
+
+def test_sdk_tail_resumes_from_a_cursor(backend: Backend, settings: Settings, tenant: Tenant) -> None:
+    with running_server(backend.env(settings)) as server:
+        for message in ("a", "b", "c"):
+            httpx.post(f"{server.intake_url}/v1/logs", json={"message": message}, headers=tenant.public)
+        window = {
+            "since": (datetime.now(UTC) - timedelta(minutes=1)).isoformat(),
+            "until": (datetime.now(UTC) + timedelta(milliseconds=300)).isoformat(),
+        }
+        with Threadline(tenant.created.secret_value, f"{server.api_url}/v1") as client:
+            everything = list(client.logs.tail(**window))
+            assert [r["message"] for r in everything] == ["a", "b", "c"]
+            rest = list(client.logs.tail(cursor=everything[0]["cursor"], **window))
+            assert [r["message"] for r in rest] == ["b", "c"]
