@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -60,10 +60,18 @@ class ServerProcess:
     api_url: str
     intake_url: str
 
+    log: Callable[[], str] = lambda: ""
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
         if self.process.poll() is None:
             self.process.send_signal(sig)
-        return self.process.wait(timeout=timeout)
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # Show why it hangs: a stack dump of every thread (faulthandler, enabled below), then the log.
+            self.process.send_signal(signal.SIGABRT)
+            self.process.wait(timeout=5)
+            raise AssertionError(f"server did not stop within {timeout} s:\n{self.log()}") from None
 
 
 def threadline(
@@ -97,15 +105,18 @@ def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 20
                 str(intake_port),
                 *extra,
             ],
-            env=env,
+            env={**env, "PYTHONFAULTHANDLER": "1"},
             stdout=output,
             stderr=subprocess.STDOUT,
         )
-        server = ServerProcess(process, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{intake_port}")
 
         def log() -> str:
             output.seek(0)
             return output.read().decode(errors="replace")
+
+        server = ServerProcess(
+            process, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{intake_port}", log
+        )
 
         try:
             deadline = time.monotonic() + startup_timeout

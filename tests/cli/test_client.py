@@ -96,7 +96,7 @@ def test_logs_tail_follows_new_records_live(backend: Backend, settings: Settings
             httpx.post(intake, json=[{"message": "ignored", "level": "info"}], headers=tenant.public)
             httpx.post(intake, json={"message": "after", "level": "fatal"}, headers=tenant.public)
             second = json.loads(tail.stdout.readline())
-            assert second["message"] == "after" and second["cursor"] > first["cursor"]
+            assert second["message"] == "after" and second["id"] > first["id"]
         finally:
             tail.terminate()
             tail.wait(timeout=10)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -1305,3 +1306,56 @@ async def test_key_of_a_project_deleted_a_moment_ago_is_401_not_500(
     response = await intake.post("/v1/logs", json={"message": "after"}, headers=tenant.public)
     assert response.status_code == 401, response.text
     assert response.json()["reason"] == "INVALID_KEY"
+
+
+# --- hardening found in review -----------------------------------------------------------------------------
+
+
+async def test_many_gzip_members_are_refused_quickly(intake: httpx.AsyncClient, tenant: Tenant) -> None:
+    """Each member would copy the rest of the body: thousands of tiny members are a 400, not seconds of
+    work on the event loop."""
+    member = gz(b" ")
+    started = time.monotonic()
+    response = await intake.post(
+        "/v1/logs",
+        content=member * 50_000,
+        headers={**tenant.public, "content-type": JSON, "content-encoding": "gzip"},
+    )
+    assert_error(response, 400, "BAD_REQUEST", operation_id="logs.ingest", reason="INVALID_ENCODING")
+    assert time.monotonic() - started < 1
+
+
+async def test_otlp_attributes_copied_into_every_record_count_against_the_limit(
+    intake: httpx.AsyncClient, services: Services, tenant: Tenant
+) -> None:
+    """100 KB of resource attributes times 1,000 records would store 100 MB from a 100 KB body."""
+    export = otlp_protobuf(*(LogRecord(body=AnyValue(string_value="x")) for _ in range(1000)))
+    export.resource_logs[0].resource.attributes.append(kv("blob", string_value="b" * 100_000))
+    response = await intake.post(
+        "/v1/logs", content=export.SerializeToString(), headers=protobuf_headers(tenant)
+    )
+    assert response.status_code == 413
+    assert await stored_count(services, tenant.org_id) == 0
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e400"])
+async def test_non_finite_numbers_are_400_naming_the_record(
+    intake: httpx.AsyncClient, services: Services, tenant: Tenant, number: str
+) -> None:
+    """JSON has no NaN or Infinity (PostgreSQL's jsonb refuses them): refused on both backends alike."""
+    body = f'[{{"message": "ok"}}, {{"message": "bad", "attributes": {{"x": [{number}]}}}}]'
+    response = await intake.post("/v1/logs", content=body, headers={**tenant.public, "content-type": JSON})
+    error = assert_error(response, 400, "BAD_REQUEST", operation_id="logs.ingest", reason="VALIDATION_FAILED")
+    assert "[1].attributes" in str(error["message"])
+    assert await stored_count(services, tenant.org_id) == 0
+
+
+async def test_otlp_non_finite_double_is_400(intake: httpx.AsyncClient, tenant: Tenant) -> None:
+    export = otlp_protobuf(
+        LogRecord(body=AnyValue(string_value="x"), attributes=[kv("x", double_value=math.nan)])
+    )
+    response = await intake.post(
+        "/v1/logs", content=export.SerializeToString(), headers=protobuf_headers(tenant)
+    )
+    assert response.status_code == 400
+    assert rpc_status(response).code == 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,7 +16,7 @@ from tests.support import Tenant
 from threadline.kit.clock import isoformat
 from threadline.runtime import Services
 from threadline.settings import schemas as settings_schemas
-from threadline.telemetry import housekeeping, repository
+from threadline.telemetry import housekeeping, repository, tail
 from threadline.telemetry.tables import log_records
 
 
@@ -165,14 +166,15 @@ class TestList:
 
 
 def frames(text: str) -> list[tuple[str | None, str]]:
-    """(id, data) of each SSE frame; comments skipped."""
+    """(id, data) of each SSE frame with data; comments and position-only frames skipped."""
     out = []
     for block in text.split("\n\n"):
         lines = [line for line in block.split("\n") if line and not line.startswith(":")]
         if not lines:
             continue
         fields = dict(line.split(": ", 1) for line in lines)
-        out.append((fields.get("id"), fields["data"]))
+        if "data" in fields:  # a frame with only an id sets the resume position; it is not an event
+            out.append((fields.get("id"), fields["data"]))
     return out
 
 
@@ -266,3 +268,78 @@ class TestRetention:
         async with services.db.transaction(write=False) as conn:
             remaining = await housekeeping.partitions(conn)
         assert not set(expected) & remaining
+
+
+class TestHardening:
+    async def test_until_inside_the_records_millisecond_includes_it(
+        self, client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        """Ids carry whole milliseconds; a boundary half a millisecond after a record keeps it before."""
+        await send(intake, tenant, [{"message": "edge"}])
+        received = datetime.fromisoformat((await listed(client, tenant))[0]["receivedAt"])
+        boundary = (received + timedelta(microseconds=500)).isoformat()
+        assert [r["message"] for r in await listed(client, tenant, until=boundary)] == ["edge"]
+        assert await listed(client, tenant, since=boundary) == []
+
+    @pytest.mark.parametrize(
+        "params",
+        [
+            {"since": "0001-01-01T00:00:00+01:00"},
+            {"until": "9999-12-31T23:59:59-01:00"},
+            {"since": "1960-01-01"},
+        ],
+    )
+    async def test_out_of_range_times_are_400(
+        self, client: httpx.AsyncClient, tenant: Tenant, params: dict[str, str]
+    ) -> None:
+        for path in ("/v1/logs", "/v1/logs/stream"):
+            response = await client.get(path, params=params, headers=tenant.secret)
+            assert response.status_code == 400, (path, response.text)
+
+    async def test_literal_words_keep_their_punctuation(
+        self, client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        await send(intake, tenant, [{"message": "ERR_TIMEOUT from 10.0.0.1"}, {"message": "err timeout"}])
+        assert [r["message"] for r in await listed(client, tenant, q="err_timeout")] == [
+            "ERR_TIMEOUT from 10.0.0.1"
+        ]
+        assert [r["message"] for r in await listed(client, tenant, q="10.0.0.1")] == [
+            "ERR_TIMEOUT from 10.0.0.1"
+        ]
+
+    async def test_stream_starts_with_its_position_and_stays_ascii(
+        self, client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        """The first frame is an id without data (where to resume); a U+2028 in a message is escaped, so
+        readers that split lines like str.splitlines cannot cut a frame."""
+        await send(intake, tenant, [{"message": "line\u2028separator"}])
+        params = {
+            "since": isoformat(datetime.now(UTC) - timedelta(minutes=1)),
+            "until": isoformat(datetime.now(UTC) + timedelta(milliseconds=100)),
+        }
+        response = await client.get("/v1/logs/stream", params=params, headers=tenant.secret)
+        assert response.text.startswith("id: ") and response.text.split("\n", 2)[1] == ""
+        assert "\u2028" not in response.text and "\\u2028" in response.text
+        assert json.loads(frames(response.text)[0][1])["message"] == "line\u2028separator"
+
+    async def test_heartbeat_flows_while_filtered_out_records_keep_waking_the_tail(
+        self, services: Services, intake: httpx.AsyncClient, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(tail, "HEARTBEAT_SECONDS", 0.3)
+        monkeypatch.setattr(tail, "_POLL_SECONDS", 0.05)
+        stream = services.log_tails.follow(
+            services.db, tenant.org_id, repository.LogFilters(level="fatal"), None
+        )
+        assert (await anext(stream)).startswith(b"id: ")
+
+        async def traffic() -> None:
+            for _ in range(40):
+                await send(intake, tenant, [{"message": "noise", "level": "info"}])
+                await asyncio.sleep(0.02)
+
+        sender = asyncio.create_task(traffic())
+        try:
+            assert await asyncio.wait_for(anext(stream), 5) == b": ping\n\n"
+        finally:
+            sender.cancel()
+            await stream.aclose()

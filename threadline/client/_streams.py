@@ -39,13 +39,16 @@ def events(
                     except ValueError:
                         body = {"message": reply.text[:200]}
                     raise error_for(reply.status_code, body if isinstance(body, dict) else {})
-                for data in _data_lines(reply.iter_lines()):
-                    failures = 0
-                    if data == "[DONE]":
+                for field, value in _fields(reply.iter_lines()):
+                    failures = 0  # anything from the server, a heartbeat too, means the stream is alive
+                    if field == "id":
+                        cursor = value or cursor
+                    elif field == "data" and value == "[DONE]":
                         return
-                    event: dict[str, Any] = json.loads(data)
-                    cursor = event.get("cursor", cursor)
-                    yield event
+                    elif field == "data":
+                        event: dict[str, Any] = json.loads(value)
+                        cursor = event.get("cursor", cursor)
+                        yield event
         except (httpx.TransportError, httpx.StreamError) as exc:
             failures += 1
             if failures > max_retries:
@@ -59,15 +62,20 @@ def events(
         time.sleep(_BACKOFF_SECONDS[min(failures, len(_BACKOFF_SECONDS)) - 1])
 
 
-def _data_lines(lines: Iterator[str]) -> Iterator[str]:
-    """The ``data`` of each frame (multi-line data joined); comments and other fields skipped."""
+def _fields(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
+    """``("id", cursor)`` for a frame's id, ``("data", text)`` for its data (multi-line data joined), and
+    ``("", "")`` for a comment (a heartbeat); other fields are skipped."""
     data: list[str] = []
     for line in lines:
         if not line:
             if data:
-                yield "\n".join(data)
+                yield "data", "\n".join(data)
                 data = []
+        elif line.startswith(":"):
+            yield "", ""
+        elif line.startswith("id:"):
+            yield "id", line[3:].removeprefix(" ")
         elif line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
     if data:
-        yield "\n".join(data)
+        yield "data", "\n".join(data)

@@ -20,8 +20,15 @@ DONE = b"data: [DONE]\n\n"
 
 
 def frame(cursor: str, payload: Mapping[str, Any]) -> bytes:
-    data = json.dumps({**payload, "cursor": cursor}, separators=(",", ":"), ensure_ascii=False)
+    # ASCII only: a raw U+2028 or U+0085 inside the JSON would end the line for readers that split lines
+    # the way str.splitlines does (httpx's iter_lines among them).
+    data = json.dumps({**payload, "cursor": cursor}, separators=(",", ":"))
     return f"id: {cursor}\ndata: {data}\n\n".encode()
+
+
+def position(cursor: str) -> bytes:
+    """A frame with an id and no data: it sets the client's resume position without being an event."""
+    return f"id: {cursor}\n\n".encode()
 
 
 def resume_cursor(query_cursor: str | None, last_event_id: str | None) -> str | None:

@@ -43,7 +43,9 @@ class Query:
     excluded: tuple[Phrase, ...]
 
 
-def parse(text: str) -> Query:
+def parse(text: str, *, literal: bool = False) -> Query:
+    """``literal``: words are whatever lies between spaces, punctuation included (``ERR_TIMEOUT``,
+    ``10.0.0.1``), for matching as text rather than through a word index."""
     if len(text) > MAX_QUERY_CHARS:
         raise BadRequest(f"q is longer than {MAX_QUERY_CHARS} characters.", reason="INVALID_QUERY")
     groups: list[list[Phrase]] = []
@@ -56,7 +58,8 @@ def parse(text: str) -> Query:
             continue
         if bare is not None and bare.startswith("-") and len(bare) > 1:
             negated, bare = "-", bare[1:]
-        words = _WORD.findall((quoted if quoted is not None else bare or "").lower())
+        raw = (quoted if quoted is not None else bare or "").lower()
+        words = raw.split() if literal else _WORD.findall(raw)
         if not words:
             continue
         # Quoted text, and a bare token with inner punctuation ("deploy-service"), is one phrase.

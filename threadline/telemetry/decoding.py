@@ -9,7 +9,8 @@ record's index) and a batch is never half-stored. Formats, by ``Content-Type``:
 - ``application/x-protobuf``: an OTLP ``ExportLogsServiceRequest`` (logs only).
 
 ``Content-Encoding: gzip`` is inflated incrementally and stopped at the decompressed limit, so a small
-"gzip bomb" costs at most the limit in memory and time.
+"gzip bomb" costs at most the limit in memory; at most 16 concatenated members are read, which bounds the
+time too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import base64
 import binascii
 import functools
 import json
+import math
+import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -47,6 +50,7 @@ from threadline.telemetry.schemas import (
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
 MAX_RECORD_BYTES = 1024 * 1024
+MAX_GZIP_MEMBERS = 16
 
 Row = dict[str, Any]
 BodyFormat = Literal["json", "ndjson", "otlp-json", "otlp-protobuf"]
@@ -92,9 +96,9 @@ def decode(
     if media in (b"application/x-protobuf", b"application/protobuf"):
         if kind != "log":
             raise UnsupportedMediaType("OTLP is a logs format: send events as JSON or NDJSON.")
-        return Decoded("otlp-protobuf", _otlp_rows(_parse_otlp_protobuf(body), body, source))
+        return Decoded("otlp-protobuf", _otlp_rows(_parse_otlp_protobuf(body), source))
     if media in (b"application/x-ndjson", b"application/ndjson", b"application/jsonl"):
-        return Decoded("ndjson", _without_nul(kind, _ndjson_rows(kind, body, source), body))
+        return Decoded("ndjson", _storable(kind, _ndjson_rows(kind, body, source), body))
     if media != b"application/json":
         raise UnsupportedMediaType(
             f"Content-Type {media.decode('latin-1')!r} is not accepted: use application/json, "
@@ -103,8 +107,8 @@ def decode(
     if kind == "log" and b'"resourceLogs"' in body:
         document = _loads(body)
         if isinstance(document, dict) and "resourceLogs" in document:
-            return Decoded("otlp-json", _otlp_rows(_parse_otlp_json(document), body, source))
-    return Decoded("json", _without_nul(kind, _json_rows(kind, body, source), body))
+            return Decoded("otlp-json", _otlp_rows(_parse_otlp_json(document), source))
+    return Decoded("json", _storable(kind, _json_rows(kind, body, source), body))
 
 
 def inflate(body: bytes, content_encoding: bytes | None) -> bytes:
@@ -118,7 +122,15 @@ def inflate(body: bytes, content_encoding: bytes | None) -> bytes:
         )
     out = bytearray()
     data = body
+    members = 0
     while data:
+        # Each further member copies the rest of the body (zlib's unused_data): without a bound, a body
+        # of many tiny members costs time quadratic in its size.
+        members += 1
+        if members > MAX_GZIP_MEMBERS:
+            raise BadRequest(
+                f"The gzip body has more than {MAX_GZIP_MEMBERS} members.", reason="INVALID_ENCODING"
+            )
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         try:
             while data:
@@ -306,6 +318,10 @@ def _any_value(value: AnyValue) -> Any:
         return _key_values(value.kvlist_value.values)
     if which == "bytes_value":
         return base64.b64encode(value.bytes_value).decode()
+    if which == "double_value" and not math.isfinite(value.double_value):
+        raise BadRequest(
+            "OTLP double values must be finite (no NaN or Infinity).", reason="VALIDATION_FAILED"
+        )
     return getattr(value, which)
 
 
@@ -313,12 +329,13 @@ def _key_values(pairs: Iterable[KeyValue], prefix: str = "") -> dict[str, Any]:
     return {prefix + pair.key: _any_value(pair.value) for pair in pairs}
 
 
-def _otlp_rows(request: ExportLogsServiceRequest, body: bytes, source: Source) -> list[Row]:
+def _otlp_rows(request: ExportLogsServiceRequest, source: Source) -> list[Row]:
     """Resource and scope attributes are flattened into each record's attributes as ``resource.<key>``
     and ``scope.<key>`` (plus ``scope.name`` and ``scope.version``); the record's own attributes win."""
     count = sum(len(s.log_records) for r in request.resource_logs for s in r.scope_logs)
     _check_count(count)
     rows: list[Row] = []
+    expanded = 0
     for resource_logs in request.resource_logs:
         resource = _key_values(resource_logs.resource.attributes, "resource.")
         for scope_logs in resource_logs.scope_logs:
@@ -329,6 +346,7 @@ def _otlp_rows(request: ExportLogsServiceRequest, body: bytes, source: Source) -
             if scope.version:
                 inherited["scope.version"] = scope.version
             inherited_nul = _has_nul(inherited)
+            inherited_size = len(_json_text(inherited).encode()) if inherited else 0
             for record in scope_logs.log_records:
                 if len(record.trace_id) not in (0, 16) or len(record.span_id) not in (0, 8):
                     raise BadRequest(
@@ -342,6 +360,16 @@ def _otlp_rows(request: ExportLogsServiceRequest, body: bytes, source: Source) -
                     raise _nul_refused(len(rows), "body")
                 if inherited_nul or _has_nul(attributes):
                     raise _nul_refused(len(rows), "attributes")
+                # Sizes as stored: resource and scope attributes are copied into every record, so a small
+                # body could otherwise expand far past the limits it was checked against.
+                size = len(message.encode()) + inherited_size + len(_json_text(attributes).encode())
+                _check_record_size(len(rows), size)
+                expanded += size
+                if expanded > MAX_BODY_BYTES:
+                    raise PayloadTooLarge(
+                        f"The records are larger than {MAX_BODY_BYTES} bytes once resource and scope "
+                        "attributes are copied into each."
+                    )
                 nanos = record.time_unix_nano or record.observed_time_unix_nano
                 row: Row = {
                     "organization_id": source.organization_id,
@@ -358,10 +386,6 @@ def _otlp_rows(request: ExportLogsServiceRequest, body: bytes, source: Source) -
                     "distinct_id": None,
                 }
                 rows.append(row)
-    if len(body) > MAX_RECORD_BYTES:
-        for index, row in enumerate(rows):
-            size = len(row["message"].encode()) + len(_json_text(row["attributes"]).encode())
-            _check_record_size(index, size)
     return rows
 
 
@@ -404,11 +428,34 @@ def _nul_refused(index: int, field: str) -> BadRequest:
     )
 
 
-def _without_nul(kind: Kind, rows: list[Row], body: bytes) -> list[Row]:
-    """JSON writes a NUL only as the escape ``\\u0000``: a body without one needs no closer look."""
-    if b"\\u0000" in body:
+def _storable(kind: Kind, rows: list[Row], body: bytes) -> list[Row]:
+    """Refuse, naming the record, what no backend should store: NUL characters (JSON writes one only as
+    the escape ``\\u0000``) and non-finite numbers (``NaN``, ``Infinity``, or an exponent that overflows:
+    the parser accepts them, JSON does not have them, PostgreSQL's jsonb refuses them). Bodies without
+    those spellings, nearly all of them, need no closer look."""
+    nul = b"\\u0000" in body
+    non_finite = _NON_FINITE_SPELLINGS.search(body) is not None
+    if nul or non_finite:
         for index, row in enumerate(rows):
             for column, field in _TEXT_FIELDS[kind]:
-                if _has_nul(row[column]):
+                if nul and _has_nul(row[column]):
                     raise _nul_refused(index, field)
+                if non_finite and _has_non_finite(row[column]):
+                    raise BadRequest(
+                        f"Invalid request: [{index}].{field}: numbers must be finite (no NaN or Infinity).",
+                        reason="VALIDATION_FAILED",
+                    )
     return rows
+
+
+_NON_FINITE_SPELLINGS = re.compile(rb"NaN|Infinity|[eE]\+?[0-9]{3}")
+
+
+def _has_non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_has_non_finite(item) for item in value)
+    return False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request
@@ -16,7 +16,7 @@ from threadline.kit.sse import EventStreamResponse, resume_cursor
 from threadline.search.query import parse
 from threadline.telemetry import repository
 from threadline.telemetry.repository import LogFilters
-from threadline.telemetry.schemas import Kind, Level, LogRecordOut
+from threadline.telemetry.schemas import Kind, Level, LogRecordOut, SelectionTime
 
 router = APIRouter(prefix="/v1/logs", tags=["logs"])
 
@@ -25,8 +25,8 @@ ProjectFilter = Annotated[
 ]
 LevelFilter = Annotated[Level | None, Query(description="This level and above (`warn`: warn, error, fatal).")]
 KindFilter = Annotated[Kind | None, Query(description="`log` or `event`.")]
-SinceFilter = Annotated[datetime | None, Query(description="Received at or after (ISO 8601).")]
-UntilFilter = Annotated[datetime | None, Query(description="Received before (ISO 8601).")]
+SinceFilter = Annotated[SelectionTime | None, Query(description="Received at or after (ISO 8601).")]
+UntilFilter = Annotated[SelectionTime | None, Query(description="Received before (ISO 8601).")]
 TextFilter = Annotated[
     str | None,
     Query(
@@ -44,7 +44,6 @@ def _filters(
     until: datetime | None,
     q: str | None,
 ) -> LogFilters:
-    since, until = _utc(since), _utc(until)
     if since is not None and until is not None and since >= until:
         raise BadRequest("since must be earlier than until.", reason="VALIDATION_FAILED")
     return LogFilters(
@@ -53,14 +52,8 @@ def _filters(
         kind=kind,
         since=since,
         until=until,
-        query=parse(q) if q is not None else None,
+        query=parse(q, literal=True) if q is not None else None,
     )
-
-
-def _utc(moment: datetime | None) -> datetime | None:
-    if moment is None:
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 @router.get(

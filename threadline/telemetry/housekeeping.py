@@ -27,6 +27,9 @@ from threadline.telemetry import repository
 log = logging.getLogger(__name__)
 
 INTERVAL_SECONDS = 3600.0
+# Partition DDL takes strong locks on log_records (and a foreign key's on projects): waiting behind a long
+# query would queue every insert and read behind it, so it gives up after two seconds and retries next run.
+_LOCK_TIMEOUT = sa.text("SET LOCAL lock_timeout = '2s'")
 DAYS_AHEAD = 3
 _PARTITION = "log_records_p"
 
@@ -104,8 +107,13 @@ async def _maintain_partitions(db: Database, now: datetime, keep_days: int | Non
         partition_day = _day_of(name)
         # Droppable once the whole day is past every organization's retention.
         if partition_day is not None and partition_day < oldest_kept:
-            async with db.transaction() as conn:
-                await conn.execute(sa.text(f"DROP TABLE IF EXISTS {name}"))
+            try:
+                async with db.transaction() as conn:
+                    await conn.execute(_LOCK_TIMEOUT)
+                    await conn.execute(sa.text(f"DROP TABLE IF EXISTS {name}"))
+            except sa.exc.DBAPIError:  # busy (lock timeout): the next run drops it
+                log.warning("could not drop log partition %s", name, exc_info=True)
+                continue
             report.dropped_partitions.append(name)
 
 
@@ -115,6 +123,7 @@ async def create_partition(db: Database, day: date) -> bool:
     bounds = f"FROM ('{start.isoformat()}') TO ('{(start + timedelta(days=1)).isoformat()}')"
     try:
         async with db.transaction() as conn:
+            await conn.execute(_LOCK_TIMEOUT)
             await conn.execute(
                 sa.text(
                     f"CREATE TABLE IF NOT EXISTS {partition_name(day)} PARTITION OF log_records "

@@ -120,6 +120,10 @@ class IngestEndpoints:
         except sa.exc.IntegrityError as exc:
             # Only the foreign keys can fail: the key's project (and so the key) was deleted a moment ago.
             raise Unauthorized("The key's project no longer exists.", reason="INVALID_KEY") from exc
+        except sa.exc.DataError as exc:
+            raise BadRequest(
+                "A value in these records cannot be stored.", reason="VALIDATION_FAILED"
+            ) from exc
         except BACKEND_ERRORS as exc:
             raise ServiceUnavailable(
                 "Storage is unreachable; nothing was stored. Retry shortly.", reason="DEPENDENCY_DOWN"
@@ -243,6 +247,7 @@ def create_intake_app(settings: Settings | None = None, services: Services | Non
         render_error=render_intake_error,
         outer=[(CorsMiddleware, {"paths": frozenset(_ROUTES)})],
         inner=[(IngestEndpoints, {})],
+        fast_paths=tuple(_ROUTES),
     )
     app.add_exception_handler(ApiError, _api_error)
     mount_routes(app, router, health.router)

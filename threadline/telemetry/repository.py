@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 
@@ -26,6 +26,7 @@ from threadline.telemetry.tables import log_records
 from threadline.telemetry.writer import ID_PREFIX
 
 SCAN_WINDOW = 10_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TAIL_BATCH = 500
 _DELETE_BATCH = 10_000
 t = log_records.c
@@ -60,18 +61,22 @@ class LogFilters:
         if self.since is not None:
             conditions += [t.id >= _floor(self.since), t.received_at >= self.since]
         if self.until is not None:
-            conditions += [t.id < _floor(self.until), t.received_at < self.until]
+            # Ids carry whole milliseconds: the bound rounds up, received_at decides within the millisecond.
+            conditions += [t.id < _floor(self.until, round_up=True), t.received_at < self.until]
         return conditions
 
 
-def _floor(moment: datetime) -> str:
-    return floor_id(ID_PREFIX, int(moment.timestamp() * 1000))
+def _floor(moment: datetime, *, round_up: bool = False) -> str:
+    """The smallest id made at ``moment``'s millisecond (the next one with ``round_up``, unless exact)."""
+    micros = (moment - _EPOCH) // timedelta(microseconds=1)
+    milliseconds = -(-micros // 1000) if round_up else micros // 1000
+    return floor_id(ID_PREFIX, milliseconds)
 
 
 def _text_match(query: Query) -> sa.ColumnElement[bool]:
-    """Case-insensitive containment, with the search endpoints' syntax: every group must match one of its
-    phrases, no excluded phrase may. Logs are matched as text, not by stem: a log line's words are
-    identifiers and codes as often as English."""
+    """Case-insensitive containment (ASCII case on SQLite), with the search endpoints' syntax: every group
+    must match one of its phrases, no excluded phrase may. Logs are matched as text, not by stem, and a
+    word keeps its punctuation: a log line's words are identifiers and codes as often as English."""
     message = sa.func.lower(t.message)
 
     def contains(phrase: Phrase) -> sa.ColumnElement[bool]:
@@ -114,7 +119,12 @@ async def after(
     """For the live tail: matching records after ``after_id``, oldest first, and the position to resume
     from (past the records that did not match, so they are not examined again)."""
     keyed = [*filters.key_conditions(organization_id), t.id > after_id]
-    newest = (await conn.execute(sa.select(sa.func.max(t.id)).where(*keyed))).scalar_one_or_none()
+    # At most SCAN_WINDOW records are examined per step, as for a page: a tail that starts far back
+    # with a rare filter catches up in bounded steps instead of one long query.
+    window = sa.select(t.id).where(*keyed).order_by(t.id).offset(SCAN_WINDOW - 1).limit(1)
+    newest = (await conn.execute(window)).scalar_one_or_none()
+    if newest is None:
+        newest = (await conn.execute(sa.select(sa.func.max(t.id)).where(*keyed))).scalar_one_or_none()
     if newest is None:
         return [], after_id
     query = (

@@ -64,6 +64,21 @@ def _in_utc(moment: datetime) -> datetime:
         raise ValueError("out of range once converted to UTC") from None
 
 
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+
+
+def _selection_time(moment: datetime) -> datetime:
+    """``since``/``until``: UTC, and within the range ids can express (times before 1970 select nothing
+    and far-future ones everything, but out-of-range arithmetic must not become a 500)."""
+    moment = _in_utc(moment)
+    if not _EARLIEST <= moment <= _LATEST:
+        raise ValueError("must be between 1970-01-01 and 9000-01-01")
+    return moment
+
+
+SelectionTime = Annotated[datetime, AfterValidator(_selection_time)]
+
 # Lax on purpose: ISO 8601 strings, or Unix time as a number (seconds, or milliseconds when the value is
 # too large to be seconds: pydantic's documented rule). A time without a zone is UTC.
 ClientTime = Annotated[

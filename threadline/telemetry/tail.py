@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -18,7 +19,7 @@ from threadline.kit.clock import utcnow
 from threadline.kit.db import Database
 from threadline.kit.pagination import encode_cursor
 from threadline.kit.signals import RESET, SignalBus
-from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING, frame
+from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING, frame, position
 from threadline.telemetry import repository
 from threadline.telemetry.repository import LogFilters
 from threadline.telemetry.writer import LOGS_APPENDED
@@ -61,30 +62,33 @@ class LogTails:
         try:
             if after_id is None:
                 async with db.transaction(write=False) as conn:
-                    after_id = await repository.newest_id(conn, organization_id) or "log_"
-            quiet = 0.0
+                    newest = await repository.newest_id(conn, organization_id)
+                after_id = newest or repository.position_before(utcnow())
+            # The starting position first, as a frame without data: a client that reconnects before any
+            # record arrived resumes from here (an EventSource keeps it as its Last-Event-ID) instead of
+            # from "now" again, which would skip what was committed while it was away.
+            yield position(encode_cursor(after_id))
+            last_sent = time.monotonic()
             while not self.closed.is_set():
                 woken.clear()
                 async with db.transaction(write=False) as conn:
                     records, after_id = await repository.after(conn, organization_id, filters, after_id)
                 for record in records:
-                    cursor = encode_cursor(record.id)
-                    yield frame(
-                        cursor, {"type": "log_record", **record.model_dump(mode="json", by_alias=True)}
-                    )
+                    fields = record.model_dump(mode="json", by_alias=True)
+                    yield frame(encode_cursor(record.id), {"type": "log_record", **fields})
                 if records:
-                    quiet = 0.0
+                    last_sent = time.monotonic()
                     continue
                 if filters.until is not None and utcnow() >= filters.until + _UNTIL_GRACE:
                     yield DONE  # nothing received before `until` can still arrive
                     return
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), _POLL_SECONDS)
-                if not woken.is_set():
-                    quiet += _POLL_SECONDS
-                    if quiet >= HEARTBEAT_SECONDS:
-                        quiet = 0.0
-                        yield PING
+                # By the clock, not by wake-ups: an organization busy with records this tail filters out
+                # wakes it constantly, and its connection must still see a heartbeat.
+                if time.monotonic() - last_sent >= HEARTBEAT_SECONDS:
+                    last_sent = time.monotonic()
+                    yield PING
         finally:
             events = self._waiting.get(organization_id)
             if events is not None:

@@ -6,9 +6,9 @@ on an idle writer is committed at once (no timer), and under load each commit ca
 cost of making data durable (one fsync on SQLite) is shared instead of paid per request. 202 is sent only
 after the commit, so an answered request is on disk, whatever happens to the process next.
 
-A group that fails on a constraint (a project deleted a moment ago) is retried request by request, so one
-request's problem never fails the others. Every commit announces the organizations it wrote for, which
-wakes the live tails (``telemetry.tail``).
+A group that fails because of its data (a foreign key: a project deleted a moment ago; a value the
+database refuses) is retried request by request, so one request's data never fails the others. Every
+commit announces the organizations it wrote for, which wakes the live tails (``telemetry.tail``).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class LogWriter:
         try:
             with connection.begin():
                 append(connection, [row for waiter in group for row in waiter.rows])
-        except sa.exc.IntegrityError as exc:
+        except (sa.exc.IntegrityError, sa.exc.DataError) as exc:  # the data's fault, not the database's
             if len(group) == 1:
                 loop.call_soon_threadsafe(_fail, group, exc)
                 return
