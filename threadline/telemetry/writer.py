@@ -77,8 +77,8 @@ class LogWriter:
             self._pending.append(_Waiter(prepared, organizations, future))
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush(), name="threadline-log-writer")
-        # Shielded: a request that goes away must not cancel the commit its rows are part of.
-        await asyncio.shield(future)
+        # A request that goes away cancels only its own wait: its rows are queued and are committed anyway.
+        await future
 
     async def _flush(self) -> None:
         loop = asyncio.get_running_loop()
