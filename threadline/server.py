@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import signal
 from dataclasses import dataclass
 
@@ -19,7 +20,10 @@ from threadline.runtime import open_services
 from threadline.telemetry import housekeeping
 from threadline.telemetry.intake import create_intake_app
 
+log = logging.getLogger(__name__)
+
 _GC_YOUNG_THRESHOLD = 20_000
+_CHORES_STOP_SECONDS = 5.0
 
 
 class ServeError(Exception):
@@ -96,8 +100,12 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
             started = await asyncio.gather(*(run(s) for s in servers))
         finally:
             chores.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await chores
+            # Bounded: shutdown must not depend on a database driver honouring the cancellation.
+            done, _ = await asyncio.wait({chores}, timeout=_CHORES_STOP_SECONDS)
+            if not done:
+                log.warning("housekeeping did not stop within %s s; leaving it", _CHORES_STOP_SECONDS)
+            elif not chores.cancelled() and chores.exception() is not None:
+                log.warning("housekeeping ended with an error", exc_info=chores.exception())
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
         if not all(started):

@@ -343,3 +343,25 @@ class TestHardening:
         finally:
             sender.cancel()
             await stream.aclose()
+
+
+async def test_housekeeping_stops_when_cancelled_even_if_the_driver_turns_it_into_an_error(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """asyncpg can answer a cancelled query with an error of its own; the periodic job must still stop
+    (it once swallowed the cancellation and slept an hour, holding up the server's shutdown)."""
+    started = asyncio.Event()
+
+    async def run_once(_db: object) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            raise RuntimeError("connection was closed in the middle of operation") from None
+
+    monkeypatch.setattr(housekeeping, "run_once", run_once)
+    job = asyncio.create_task(housekeeping.run_periodically(services.db))
+    await started.wait()
+    job.cancel()
+    done, _ = await asyncio.wait({job}, timeout=2)
+    assert job in done and job.cancelled()

@@ -153,12 +153,15 @@ class Database:
         else:
             assert self._async_engine is not None
             async with self._async_engine.connect() as connection:
-                connection.info[_AFTER_COMMIT] = callbacks
+                # Kept by reference: reading ``connection.info`` again after a cancelled query would try
+                # to revalidate the connection, and that error would replace the cancellation.
+                info = connection.info
+                info[_AFTER_COMMIT] = callbacks
                 try:
                     async with connection.begin():
                         yield connection
                 finally:
-                    connection.info.pop(_AFTER_COMMIT, None)
+                    info.pop(_AFTER_COMMIT, None)
         # After the commit and after the writer queue is released: callbacks may write themselves.
         for callback in callbacks:
             try:

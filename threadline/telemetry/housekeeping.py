@@ -71,6 +71,11 @@ async def run_periodically(db: Database, interval: float = INTERVAL_SECONDS) -> 
         try:
             await run_once(db)
         except Exception:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                # Cancelled (shutdown) while a driver turned the cancellation into an error of its own:
+                # stop, never sleep an hour in a task the server is waiting for.
+                raise asyncio.CancelledError from None
             log.warning("telemetry housekeeping failed; will retry", exc_info=True)
         await asyncio.sleep(interval * random.uniform(0.9, 1.1))  # noqa: S311 - not security
 
