@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 
 from threadline.keys.auth import principal_of
 from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
@@ -36,14 +35,15 @@ TextFilter = Annotated[
 ]
 
 
-def _filters(
-    project_id: str | None,
-    level: Level | None,
-    kind: Kind | None,
-    since: datetime | None,
-    until: datetime | None,
-    q: str | None,
+async def log_filters(
+    project_id: ProjectFilter = None,
+    level: LevelFilter = None,
+    kind: KindFilter = None,
+    since: SinceFilter = None,
+    until: UntilFilter = None,
+    q: TextFilter = None,
 ) -> LogFilters:
+    """The filters both reads take, as query parameters."""
     if since is not None and until is not None and since >= until:
         raise BadRequest("since must be earlier than until.", reason="VALIDATION_FAILED")
     return LogFilters(
@@ -56,6 +56,9 @@ def _filters(
     )
 
 
+FiltersDep = Annotated[LogFilters, Depends(log_filters)]
+
+
 @router.get(
     "",
     operation_id="logs.list",
@@ -63,20 +66,11 @@ def _filters(
     responses=errors(400, *AUTHENTICATED),
 )
 async def list_logs(
-    request: Request,
-    conn: ConnDep,
-    page: CursorDep,
-    project_id: ProjectFilter = None,
-    level: LevelFilter = None,
-    kind: KindFilter = None,
-    since: SinceFilter = None,
-    until: UntilFilter = None,
-    q: TextFilter = None,
+    request: Request, conn: ConnDep, page: CursorDep, filters: FiltersDep
 ) -> CursorPage[LogRecordOut]:
     """The organization's logs and events, newest first. With `projectId`, `level`, `kind` or `q`, a page
     examines at most 10,000 records: it may hold fewer than `limit` items (even none) and still carry a
     `nextCursor`; follow it until it is null to see every match."""
-    filters = _filters(project_id, level, kind, since, until, q)
     records, next_cursor = await repository.list_page(
         conn, principal_of(request).organization_id, filters, page
     )
@@ -89,9 +83,9 @@ async def list_logs(
     response_model=None,
     responses={
         200: {
-            "description": "Server-Sent Events: one `log_record` frame per record (`id: <cursor>`, "
-            "`data: {type, cursor, ...record}`), `: ping` every 15 s; `data: [DONE]` once `until` has "
-            "passed.",
+            "description": "Server-Sent Events: first an `id: <cursor>` frame without data (the starting "
+            "position), then one `log_record` frame per record (`id: <cursor>`, `data: {type, cursor, "
+            "...record}`), `: ping` after 15 s without a frame; `data: [DONE]` once `until` has passed.",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         },
         **errors(400, *AUTHENTICATED),
@@ -100,12 +94,7 @@ async def list_logs(
 async def stream_logs(
     request: Request,
     services: ServicesDep,
-    project_id: ProjectFilter = None,
-    level: LevelFilter = None,
-    kind: KindFilter = None,
-    since: SinceFilter = None,
-    until: UntilFilter = None,
-    q: TextFilter = None,
+    filters: FiltersDep,
     cursor: Annotated[
         str | None, Query(max_length=200, description="Resume strictly after this frame's cursor.")
     ] = None,
@@ -113,7 +102,6 @@ async def stream_logs(
 ) -> EventStreamResponse:
     """A live tail of the organization's logs and events with the list's filters. Without a cursor it
     starts with the records committed from now on (from `since`, when given)."""
-    filters = _filters(project_id, level, kind, since, until, q)
     position = resume_cursor(cursor, last_event_id)
     after_id = decode_cursor(position) if position else None
     if after_id is None and filters.since is not None:
