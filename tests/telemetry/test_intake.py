@@ -1359,3 +1359,18 @@ async def test_otlp_non_finite_double_is_400(intake: httpx.AsyncClient, tenant: 
     )
     assert response.status_code == 400
     assert rpc_status(response).code == 3
+
+
+async def test_preflights_naming_a_key_are_throttled_by_address(
+    intake: httpx.AsyncClient, services: Services, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key in the URL costs a lookup, so such preflights draw from the client address's bucket."""
+    monkeypatch.setattr(
+        services, "settings", services.settings.model_copy(update={"default_rate_limit_per_minute": 2})
+    )
+    url = f"/v1/logs?key={tenant.created.public_value}"
+    answers = [
+        (await intake.options(url, headers=preflight_headers("https://app.example.com"))).status_code
+        for _ in range(3)
+    ]
+    assert answers == [204, 204, 429]

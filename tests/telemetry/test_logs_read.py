@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 import sqlalchemy as sa
 
+from tests.conftest import POSTGRES_URL
 from tests.keys.test_auth import assert_error
 from tests.support import Tenant
+from threadline.config import normalize_database_url
 from threadline.kit.clock import isoformat
+from threadline.kit.db import Database
+from threadline.organizations.service import create_organization
 from threadline.runtime import Services
-from threadline.settings import schemas as settings_schemas
+from threadline.storage.migrate import upgrade
 from threadline.telemetry import housekeeping, repository, tail
 from threadline.telemetry.tables import log_records
 
@@ -165,6 +173,23 @@ class TestList:
         assert_error(response, 401, "UNAUTHORIZED", operation_id="logs.stream", missing=["Authorization"])
 
 
+@asynccontextmanager
+async def private_postgres() -> AsyncIterator[Database]:
+    """A migrated PostgreSQL database of the test's own, dropped afterwards."""
+    name = f"threadline_test_{secrets.token_hex(4)}"
+    admin = await asyncpg.connect(POSTGRES_URL)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    url = normalize_database_url(POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}")
+    db = Database(url)
+    try:
+        await asyncio.to_thread(upgrade, url)
+        yield db
+    finally:
+        await db.dispose()
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
 def frames(text: str) -> list[tuple[str | None, str]]:
     """(id, data) of each SSE frame with data; comments and position-only frames skipped."""
     out = []
@@ -254,20 +279,21 @@ class TestRetention:
         assert left == 0
 
     @pytest.mark.distributed
-    async def test_postgresql_keeps_daily_partitions_ahead_and_drops_expired_days(
-        self, services: Services, tenant: Tenant
-    ) -> None:
-        now = datetime(2030, 3, 10, 12, tzinfo=UTC)
-        report = await housekeeping.run_once(services.db, now=now)
-        expected = [housekeeping.partition_name((now + timedelta(days=d)).date()) for d in range(4)]
-        assert set(expected) <= set(report.created_partitions)
-        # Once every organization's retention (the longest allowed, whatever other tests set) has passed.
-        longest = settings_schemas.MAX_LOG_RETENTION_DAYS
-        report = await housekeeping.run_once(services.db, now=now + timedelta(days=longest + 10))
-        assert set(expected) <= set(report.dropped_partitions)
-        async with services.db.transaction(write=False) as conn:
-            remaining = await housekeeping.partitions(conn)
-        assert not set(expected) & remaining
+    async def test_postgresql_keeps_daily_partitions_ahead_and_drops_expired_days(self) -> None:
+        """On a database of its own: dropping every expired day would take the shared test database's
+        partitions with it."""
+        async with private_postgres() as db:
+            now = datetime(2030, 3, 10, 12, tzinfo=UTC)
+            report = await housekeeping.run_once(db, now=now)
+            expected = [housekeeping.partition_name((now + timedelta(days=d)).date()) for d in range(4)]
+            assert report.created_partitions == expected
+            async with db.transaction() as conn:
+                await create_organization(conn, "retained")  # default retention: 30 days
+            report = await housekeeping.run_once(db, now=now + timedelta(days=33))
+            assert report.dropped_partitions == expected[:3]  # the fourth day is still within 30 days
+            async with db.transaction(write=False) as conn:
+                remaining = await housekeeping.partitions(conn)
+            assert expected[3] in remaining and not set(expected[:3]) & remaining
 
 
 class TestHardening:

@@ -29,7 +29,7 @@ from threadline.kit.errors import (
 )
 from threadline.kit.ratelimit import Bucket
 from threadline.kit.routing import OperationIndex
-from threadline.runtime import BACKEND_ERRORS, Runtime
+from threadline.runtime import BACKEND_ERRORS, Runtime, Services
 
 log = logging.getLogger(__name__)
 
@@ -174,14 +174,18 @@ class AccessMiddleware:
         return principal
 
     async def _limit_anonymously(self, scope: Scope) -> None:
-        """Public documents and refused requests cost the client address a token (and may become a 429)."""
-        services = self.runtime.services
-        client = _client_address(scope, services.settings.trust_forwarded_for)
-        limit = services.settings.default_rate_limit_per_minute
-        decision = await services.limiter.hit((Bucket(f"{self.surface}:ip:{client}", limit),))
-        scope[RATE_LIMIT_SCOPE_KEY] = decision.headers()
-        if not decision.allowed:
-            raise TooManyRequests(decision.retry_after)
+        await limit_by_address(self.runtime.services, scope, self.surface)
+
+
+async def limit_by_address(services: Services, scope: Scope, surface: Surface) -> None:
+    """Public documents, refused requests and CORS preflights that name a key cost the client address a
+    token (and may become a 429): what is not charged to an organization is still throttled."""
+    client = _client_address(scope, services.settings.trust_forwarded_for)
+    limit = services.settings.default_rate_limit_per_minute
+    decision = await services.limiter.hit((Bucket(f"{surface}:ip:{client}", limit),))
+    scope[RATE_LIMIT_SCOPE_KEY] = decision.headers()
+    if not decision.allowed:
+        raise TooManyRequests(decision.retry_after)
 
 
 def _too_large(limit: int) -> str:

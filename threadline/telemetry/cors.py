@@ -14,7 +14,8 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, Principal
-from threadline.kit.errors import Forbidden
+from threadline.keys.middleware import limit_by_address
+from threadline.kit.errors import Forbidden, TooManyRequests
 from threadline.runtime import Runtime
 from threadline.settings.service import DEFAULT_ALLOWED_ORIGINS
 
@@ -81,7 +82,17 @@ class CorsMiddleware:
         allowed: bytes | None = origin
         key = _query_key(scope)
         if key is not None:
-            principal = await self.runtime.services.authenticator.authenticate(key)
+            services = self.runtime.services
+            try:
+                # A key in the URL may cost a lookup: throttled like any request without a valid key.
+                await limit_by_address(services, scope, "intake")
+            except TooManyRequests as refused:
+                retry_after = str(refused.retry_after_seconds).encode()
+                headers = [(b"content-length", b"0"), (b"retry-after", retry_after)]
+                await send({"type": "http.response.start", "status": 429, "headers": headers})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            principal = await services.authenticator.authenticate(key)
             if principal is not None and principal.key.type == "public" and principal.key.revoked_at is None:
                 allowed = allowed_origin(principal, origin)
         headers = [(b"content-length", b"0"), (b"vary", b"Origin")]
