@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 
 import httpx
 import sqlalchemy as sa
@@ -16,6 +19,7 @@ from tests.support import Tenant, free_port, running_server, threadline
 from threadline.config import Settings
 from threadline.projects.tables import projects
 from threadline.runtime import Services
+from threadline.telemetry.tables import log_records
 
 
 async def test_sigterm_mid_traffic_loses_no_acknowledged_write(
@@ -75,3 +79,42 @@ def test_a_taken_port_is_a_clear_error(empty_env: dict[str, str]) -> None:
         )
     assert result.returncode == 1
     assert "could not start" in result.stderr
+
+
+async def test_serve_intake_runs_the_intake_alone(
+    backend: Backend, settings: Settings, tenant: Tenant, services: Services
+) -> None:
+    """The intake scales apart from the API: its own process takes telemetry, and there is no API on it."""
+    await asyncio.to_thread(_send_through_serve_intake, backend.env(settings), tenant.public)
+    async with services.db.transaction(write=False) as conn:
+        stored = await conn.execute(
+            sa.select(log_records.c.message).where(log_records.c.organization_id == tenant.org_id)
+        )
+        assert stored.scalars().all() == ["alone"]
+
+
+def _send_through_serve_intake(env: dict[str, str], public: dict[str, str]) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "threadline", "serve-intake", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, "serve-intake did not start"
+            time.sleep(0.05)
+        sent = httpx.post(f"{url}/v1/logs", json={"message": "alone"}, headers=public, timeout=10)
+        assert sent.status_code == 202, sent.text
+        assert httpx.get(f"{url}/v1/threads", headers=public).status_code == 404  # no API here
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0
