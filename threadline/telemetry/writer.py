@@ -21,6 +21,7 @@ import operator
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -58,7 +59,7 @@ class LogWriter:
     def __init__(self, db: Database, signals: SignalBus) -> None:
         self._db = db
         self._signals = signals
-        self._pending: list[_Waiter] = []  # appended on the loop, taken by the writing thread
+        self._pending: deque[_Waiter] = deque()  # appended on the loop, taken by the writing thread
         self._lock = threading.Lock()
         self._flusher: asyncio.Task[None] | None = None
         self._announcing: set[asyncio.Task[None]] = set()
@@ -88,7 +89,7 @@ class LogWriter:
                     await self._db.write_session(lambda connection: self._drain(connection, loop))
                 except Exception as exc:  # no connection at all: everyone waiting hears it (503)
                     with self._lock:
-                        waiting, self._pending = self._pending, []
+                        waiting, self._pending = list(self._pending), deque()
                     _fail(waiting, exc)
         finally:
             self._flusher = None
@@ -109,7 +110,7 @@ class LogWriter:
         group: list[_Waiter] = []
         size = 0
         while self._pending and (not group or size + len(self._pending[0].rows) <= _MAX_GROUP_ROWS):
-            waiter = self._pending.pop(0)
+            waiter = self._pending.popleft()
             group.append(waiter)
             size += len(waiter.rows)
         return group
