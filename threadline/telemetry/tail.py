@@ -2,8 +2,9 @@
 
 A tail reads the records committed after its position, sends them, and sleeps until the writer of any
 process announces a commit for its organization (``logs.appended``, over Redis in the distributed shape),
-or until the heartbeat is due. Ids follow commit order (``telemetry.writer``), so "after my position" is
-exact: nothing is skipped, nothing sent twice, across reconnects too.
+for a second at most (a lost signal costs a second, never a record). Ids follow commit order
+(``telemetry.writer``) and the stream opens with its starting position, so "after my position" is exact:
+nothing is skipped, nothing sent twice, across reconnects too.
 """
 
 from __future__ import annotations
