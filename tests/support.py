@@ -143,6 +143,21 @@ def init_database(env: dict[str, str]) -> dict[str, Any]:
     return created
 
 
+async def listed(client: httpx.AsyncClient, tenant: Tenant, **params: Any) -> list[dict[str, Any]]:
+    """Every record ``GET /v1/logs`` selects for ``tenant`` with ``params``, following nextCursor to the end
+    (100 a page unless ``limit`` is given)."""
+    records: list[dict[str, Any]] = []
+    query: dict[str, Any] = {"limit": 100, **params}
+    while True:
+        response = await client.get("/v1/logs", params=query, headers=tenant.secret)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        records += body["data"]
+        if body["nextCursor"] is None:
+            return records
+        query["cursor"] = body["nextCursor"]
+
+
 def all_log_records(api_url: str, secret_key: str, timeout: float = 10) -> list[dict[str, Any]]:
     """Every record ``GET /v1/logs`` shows the key's organization, walking ``nextCursor`` to the end."""
     records: list[dict[str, Any]] = []

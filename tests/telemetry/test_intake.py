@@ -32,7 +32,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from tests.keys.test_auth import assert_error
-from tests.support import Tenant
+from tests.support import Tenant, listed
 from threadline.keys.tokens import generate_key
 from threadline.organizations.service import set_rate_limit
 from threadline.runtime import Services
@@ -126,14 +126,6 @@ async def stored_count(services: Services, organization_id: str) -> int:
         )
         count: int = (await conn.execute(query)).scalar_one()
     return count
-
-
-async def listed(client: httpx.AsyncClient, tenant: Tenant, **params: Any) -> list[dict[str, Any]]:
-    """The organization's records as ``GET /v1/logs`` shows them, newest first."""
-    response = await client.get("/v1/logs", headers=tenant.secret, params={"limit": 100, **params})
-    assert response.status_code == 200, response.text
-    records: list[dict[str, Any]] = response.json()["data"]
-    return records
 
 
 def parse_time(value: str) -> datetime:

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from tests.conftest import POSTGRES_URL
 from tests.keys.test_auth import assert_error
-from tests.support import Tenant
+from tests.support import Tenant, listed
 from threadline.config import normalize_database_url
 from threadline.kit.clock import isoformat
 from threadline.kit.db import Database
@@ -31,21 +31,6 @@ from threadline.telemetry.tables import log_records
 async def send(intake: httpx.AsyncClient, tenant: Tenant, records: list[dict[str, Any]]) -> None:
     response = await intake.post("/v1/logs", json=records, headers=tenant.public)
     assert response.status_code == 202, response.text
-
-
-async def listed(client: httpx.AsyncClient, tenant: Tenant, **params: Any) -> list[dict[str, Any]]:
-    """Every record the filters select, following nextCursor to the end."""
-    records: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        query = {**params, **({"cursor": cursor} if cursor else {})}
-        response = await client.get("/v1/logs", params=query, headers=tenant.secret)
-        assert response.status_code == 200, response.text
-        body = response.json()
-        records += body["data"]
-        cursor = body["nextCursor"]
-        if cursor is None:
-            return records
 
 
 class TestList:

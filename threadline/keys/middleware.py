@@ -15,7 +15,7 @@ from typing import Literal
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, Principal
-from threadline.kit.context import RATE_LIMIT_SCOPE_KEY
+from threadline.kit.context import RATE_LIMIT_SCOPE_KEY, header_of
 from threadline.kit.errors import (
     ApiError,
     BadRequest,
@@ -193,12 +193,10 @@ def _too_large(limit: int) -> str:
 
 
 def _client_address(scope: Scope, trust_forwarded_for: bool) -> str:
-    if trust_forwarded_for:
-        for name, value in scope["headers"]:
-            if name == b"x-forwarded-for":
-                # The last entry is the one our own proxy appended; earlier ones are the client's to forge.
-                last: str = value.decode("latin-1").rsplit(",", 1)[-1]
-                return last.strip()
+    forwarded = header_of(scope, b"x-forwarded-for") if trust_forwarded_for else None
+    if forwarded is not None:
+        # The last entry is the one our own proxy appended; earlier ones are the client's to forge.
+        return forwarded.decode("latin-1").rsplit(",", 1)[-1].strip()
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
 

@@ -28,6 +28,14 @@ def _next_request_id() -> str:
     return f"req_{_PROCESS_TOKEN}{next(_request_counter):012x}"
 
 
+def header_of(scope: Scope, wanted: bytes) -> bytes | None:
+    """The first value of a header (``wanted`` in lower case, as ASGI gives names), or None."""
+    for name, value in scope["headers"]:
+        if name == wanted:
+            return bytes(value)
+    return None
+
+
 def request_id_of(scope: Scope) -> str | None:
     value = scope.get(REQUEST_ID_SCOPE_KEY)
     return value if isinstance(value, str) else None

@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, Principal
 from threadline.keys.middleware import limit_by_address
+from threadline.kit.context import header_of
 from threadline.kit.errors import Forbidden, TooManyRequests
 from threadline.runtime import Runtime
 from threadline.settings.service import DEFAULT_ALLOWED_ORIGINS
@@ -35,19 +36,12 @@ def allowed_origin(principal: Principal, origin: bytes) -> bytes | None:
 
 def check_origin(scope: Scope, principal: Principal) -> None:
     """A browser page from an origin the organization did not allow is refused before its body is read."""
-    origin = _header(scope, b"origin")
+    origin = header_of(scope, b"origin")
     if origin is not None and allowed_origin(principal, origin) is None:
         raise Forbidden(
             f"Origin {origin.decode('latin-1')} is not in this organization's allowedOrigins.",
             reason="ORIGIN_NOT_ALLOWED",
         )
-
-
-def _header(scope: Scope, wanted: bytes) -> bytes | None:
-    for name, value in scope["headers"]:
-        if name == wanted:
-            return bytes(value)
-    return None
 
 
 class CorsMiddleware:
@@ -60,11 +54,11 @@ class CorsMiddleware:
         if scope["type"] != "http" or scope["path"] not in self.paths:
             await self.app(scope, receive, send)
             return
-        origin = _header(scope, b"origin")
+        origin = header_of(scope, b"origin")
         if origin is None:
             await self.app(scope, receive, send)
             return
-        if scope["method"] == "OPTIONS" and _header(scope, b"access-control-request-method") is not None:
+        if scope["method"] == "OPTIONS" and header_of(scope, b"access-control-request-method") is not None:
             await self._preflight(scope, origin, send)
             return
 

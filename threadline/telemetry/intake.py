@@ -24,6 +24,7 @@ from threadline.assembly import assemble, mount_routes
 from threadline.config import Settings
 from threadline.keys.auth import PRINCIPAL_SCOPE_KEY
 from threadline.kit.clock import utcnow
+from threadline.kit.context import header_of
 from threadline.kit.errors import (
     UNKNOWN_OPERATION,
     ApiError,
@@ -204,8 +205,7 @@ _RPC_CODES = {400: 3, 401: 16, 403: 7, 404: 5, 405: 12, 413: 3, 415: 3, 429: 8, 
 def render_intake_error(scope: Scope, error: ApiError, operation_id: str) -> Response:
     """Our envelope, except to an OTLP protobuf request: a ``google.rpc.Status`` in protobuf, as
     OTLP/HTTP requires, with the same status and headers."""
-    content_type = next((v for n, v in scope["headers"] if n == b"content-type"), None)
-    if not is_protobuf(content_type):
+    if not is_protobuf(header_of(scope, b"content-type")):
         return render_envelope(scope, error, operation_id)
     status = _rpc_status(_RPC_CODES.get(error.status, 13), error.message)
     return Response(
