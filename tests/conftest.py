@@ -99,8 +99,14 @@ async def backend(
     admin = await asyncpg.connect(POSTGRES_URL)
     await admin.execute(f'CREATE DATABASE "{name}"')
     database_url = POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
+    # The test's app executes runs itself (a worker's code path: claims in PostgreSQL, events over Redis);
+    # tests/runs/test_distributed.py runs real `threadline worker` processes.
     settings = Settings(
-        data_dir=data_dir, database_url=database_url, redis_url=REDIS_URL, redis_prefix=f"tltest:{token}:"
+        data_dir=data_dir,
+        database_url=database_url,
+        redis_url=REDIS_URL,
+        redis_prefix=f"tltest:{token}:",
+        run_execution="server",
     )
     try:
         await asyncio.to_thread(upgrade, settings.resolved_database_url)

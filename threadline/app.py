@@ -13,6 +13,7 @@ from threadline.keys.endpoints import router as keys_router
 from threadline.me.endpoints import router as me_router
 from threadline.messages.endpoints import router as messages_router
 from threadline.projects.endpoints import router as projects_router
+from threadline.runs.endpoints import router as runs_router
 from threadline.runtime import Services
 from threadline.search.endpoints import router as search_router
 from threadline.settings.endpoints import router as settings_router
@@ -31,6 +32,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         projects_router,
         threads_router,
         messages_router,
+        runs_router,
         settings_router,
         search_router,
         logs_router,

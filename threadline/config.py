@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -33,6 +34,20 @@ class Settings(BaseSettings):
     access_log: bool = False
     log_level: str = "info"
 
+    # Runs. ``openai/<model>`` talks to this OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp, ...).
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_api_key: SecretStr | None = None
+    # A model turn that sends nothing for this long fails the run (MODEL_TIMEOUT).
+    model_timeout_seconds: float = Field(60.0, gt=0)
+    # Where runs execute: "auto" is in the server process when there is no Redis (the embedded shape) and
+    # in ``threadline worker`` processes when there is; "server" and "worker" force either.
+    run_execution: Literal["auto", "server", "worker"] = "auto"
+    # An executor renews its claim on a run every third of this; a run whose claim lapses (its process
+    # died) ends failed after at most this long.
+    run_lease_seconds: float = Field(10.0, ge=0.5, le=300)
+    # Runs one process executes at once (more wait, queued).
+    max_concurrent_runs: int = Field(16, ge=1, le=1024)
+
     @field_validator("database_url", "redis_url", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
@@ -45,6 +60,12 @@ class Settings(BaseSettings):
         if self.database_url is not None:
             return normalize_database_url(self.database_url.get_secret_value())
         return f"sqlite+aiosqlite:///{(self.data_dir / 'threadline.db').resolve()}"
+
+    @property
+    def executes_runs_in_server(self) -> bool:
+        if self.run_execution == "auto":
+            return self.redis_url is None
+        return self.run_execution == "server"
 
     @property
     def is_sqlite(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Literal
 
 import sqlalchemy as sa
 from redis.asyncio import Redis
@@ -19,6 +20,8 @@ from threadline.keys.auth import KeyAuthenticator
 from threadline.kit.db import Database
 from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
+from threadline.runs.executor import RunExecutor
+from threadline.runs.feeds import RunFeeds
 from threadline.search.backend import SearchBackend, backend_for
 from threadline.telemetry.tail import LogTails
 from threadline.telemetry.writer import LogWriter
@@ -44,6 +47,13 @@ class Services:
     search: SearchBackend
     logs: LogWriter
     log_tails: LogTails
+    run_feeds: RunFeeds
+    executor: RunExecutor | None
+
+    def close_streams(self) -> None:
+        """Ends live tails and run streams (at shutdown): their clients resume elsewhere by cursor."""
+        self.log_tails.close()
+        self.run_feeds.close()
 
     async def check_ready(self) -> None:
         await self.db.ping()
@@ -74,8 +84,14 @@ def connect_redis(settings: Settings) -> Redis | None:
     return Redis.from_url(settings.redis_url.get_secret_value(), decode_responses=True)
 
 
+# What a process does with runs: "server" executes them when the configuration says the server does
+# (``Settings.executes_runs_in_server``) and otherwise only ends the runs of dead executors; "worker" always
+# executes them; "off" (the intake alone) neither.
+RunRole = Literal["server", "worker", "off"]
+
+
 @asynccontextmanager
-async def open_services(settings: Settings) -> AsyncIterator[Services]:
+async def open_services(settings: Settings, runs: RunRole = "server") -> AsyncIterator[Services]:
     db = Database(settings.resolved_database_url)
     redis = connect_redis(settings)
     limiter: RateLimiter
@@ -89,13 +105,25 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
     authenticator = KeyAuthenticator(db, signals, settings)
     logs = LogWriter(db, signals)
     log_tails = LogTails(signals)
+    run_feeds = RunFeeds(db, signals)
+    search = backend_for(db.dialect_name)
+    executor = None
+    if runs != "off":
+        execute = runs == "worker" or settings.executes_runs_in_server
+        executor = RunExecutor(db, signals, search, settings, execute=execute)
+    services = Services(
+        settings, db, redis, limiter, signals, authenticator, search, logs, log_tails, run_feeds, executor
+    )
     try:
         await signals.start()
         authenticator.start()
-        search = backend_for(db.dialect_name)
-        yield Services(settings, db, redis, limiter, signals, authenticator, search, logs, log_tails)
+        if executor is not None:
+            executor.start()
+        yield services
     finally:
-        log_tails.close()
+        if executor is not None:
+            await executor.aclose()
+        services.close_streams()
         await logs.aclose()
         await authenticator.aclose()
         await signals.aclose()

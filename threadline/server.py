@@ -58,7 +58,7 @@ def _config(app: object, listener: Listener, settings: Settings) -> uvicorn.Conf
 
 
 async def serve(settings: Settings, api: Listener | None, intake: Listener | None) -> None:
-    async with open_services(settings) as services:
+    async with open_services(settings, runs="server" if api is not None else "off") as services:
         servers = []
         if api is not None:
             servers.append(_Server(_config(create_app(settings, services), api, settings)))
@@ -76,7 +76,7 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
 
         def stop() -> None:
             """First signal: drain gracefully. A second one: stop waiting for open connections."""
-            services.log_tails.close()  # live tails end; their clients resume elsewhere by cursor
+            services.close_streams()
             for server in servers:
                 if server.should_exit:
                     server.force_exit = True

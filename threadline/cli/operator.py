@@ -178,6 +178,19 @@ def serve_intake(
     _serve(host, None, port)
 
 
+def worker() -> None:
+    """Execute queued runs until SIGTERM or Ctrl-C (the distributed shape: PostgreSQL and Redis)."""
+    from threadline.kit.logging import configure_logging
+    from threadline.worker import work
+
+    settings = _settings()
+    configure_logging(settings.log_level)
+    _check_schema(settings)
+    import uvloop
+
+    uvloop.run(work(settings))
+
+
 def create_org(
     name: Annotated[str, typer.Argument(help="Organization name.")],
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
@@ -272,6 +285,7 @@ def register(app: typer.Typer) -> None:
     app.command()(migrate)
     app.command("serve")(serve_command)
     app.command("serve-intake")(serve_intake)
+    app.command()(worker)
     app.command()(openapi)
     orgs.command("create")(create_org)
     orgs.command("list")(list_orgs)

@@ -24,12 +24,14 @@ async def append_message(
     content: str,
     metadata: dict[str, str],
     run_id: str | None = None,
+    message_id: str | None = None,
 ) -> Message:
+    """``message_id``: a run names its message before writing it (its events carry the id)."""
     now = utcnow()
     if not await ThreadRepository(conn, organization_id).record_message(thread_id, now):
         raise NotFound(f"Thread {thread_id} was not found.")
     message = Message(
-        id=new_id("msg"),
+        id=message_id or new_id("msg"),
         organization_id=organization_id,
         thread_id=thread_id,
         run_id=run_id,

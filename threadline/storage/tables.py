@@ -4,6 +4,7 @@ from threadline.keys.tables import api_keys
 from threadline.messages.tables import messages
 from threadline.organizations.tables import organizations
 from threadline.projects.tables import projects
+from threadline.runs.tables import artifacts, run_events, runs
 from threadline.storage.metadata import metadata
 from threadline.telemetry.tables import log_records, log_sequence
 from threadline.threads.tables import threads
@@ -31,6 +32,7 @@ def is_declared(name: str | None, type_: str) -> bool:
 
 __all__ = [
     "api_keys",
+    "artifacts",
     "is_declared",
     "log_records",
     "log_sequence",
@@ -38,6 +40,8 @@ __all__ = [
     "metadata",
     "organizations",
     "projects",
+    "run_events",
+    "runs",
     "threads",
     "users",
 ]

@@ -22,6 +22,7 @@ class Thread:
     message_count: int
     created_at: datetime
     updated_at: datetime
+    active_run_id: str | None = None
 
 
 _COLUMNS = [c for c in threads.c if c.key not in ("seq", "search_text")]
@@ -36,6 +37,7 @@ def from_row(row: sa.RowMapping) -> Thread:
         message_count=row["message_count"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        active_run_id=row["active_run_id"],
     )
 
 

@@ -39,7 +39,7 @@ class ThreadOut(ResponseModel):
             id=thread.id,
             title=thread.title,
             metadata=thread.metadata,
-            active_run_id=None,
+            active_run_id=thread.active_run_id,
             message_count=thread.message_count,
             created_at=thread.created_at,
             updated_at=thread.updated_at,

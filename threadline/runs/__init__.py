@@ -1,0 +1,1 @@
+"""Agent runs: their lifecycle on a thread, their persisted events, their artifacts and their streams."""

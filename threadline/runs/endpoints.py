@@ -1,0 +1,189 @@
+"""Runs, their streams and their artifacts over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request
+
+from threadline.keys.auth import principal_of
+from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
+from threadline.kit.errors import BadRequest, NotFound
+from threadline.kit.openapi import AUTHENTICATED, errors
+from threadline.kit.pagination import CursorPage
+from threadline.kit.sse import DONE, EventStreamResponse, resume_cursor
+from threadline.runs import artifacts, repository, service
+from threadline.runs.events import parse_cursor
+from threadline.runs.schemas import ArtifactOut, RunCreate, RunOut
+from threadline.threads.service import get_thread
+
+router = APIRouter(tags=["runs"])
+
+StreamCursor = Annotated[
+    str | None,
+    Query(
+        max_length=200, description="Resume strictly after the event with this cursor (`id:` of its frame)."
+    ),
+]
+LastEventId = Annotated[str | None, Header(max_length=200, include_in_schema=False)]
+
+_STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-Sent Events. Each frame: `id: <cursor>` and `data: {type, cursor, runId, "
+        "threadId, createdAt, ...payload}`; the run's last event is `run_completed {status, usage}`, then "
+        "`data: [DONE]`. `: ping` comments every 15 s while quiet.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    **errors(400, 404, *AUTHENTICATED),
+}
+
+
+@router.post(
+    "/v1/threads/{threadId}/runs",
+    operation_id="runs.create",
+    status_code=201,
+    response_model=RunOut,
+    responses=errors(400, 404, 409, 413, *AUTHENTICATED),
+)
+async def create_run(
+    threadId: str, body: RunCreate, request: Request, conn: ConnDep, services: ServicesDep
+) -> RunOut:
+    """Queues a run on the thread (`input`, when given, is appended as a user message first). Stream it
+    with `GET /runs/{runId}/stream`; a thread runs one run at a time (see `multitaskStrategy`)."""
+    run = await service.create_run(
+        conn,
+        services.signals,
+        principal_of(request).organization,
+        threadId,
+        model=body.model,
+        instructions=body.instructions,
+        input=body.input,
+        metadata=body.metadata,
+        strategy=body.multitask_strategy,
+    )
+    return RunOut.of(run)
+
+
+@router.get(
+    "/v1/threads/{threadId}/runs",
+    operation_id="runs.list",
+    response_model=CursorPage[RunOut],
+    responses=errors(400, 404, *AUTHENTICATED),
+)
+async def list_runs(threadId: str, request: Request, conn: ConnDep, page: CursorDep) -> CursorPage[RunOut]:
+    """The thread's runs, newest first."""
+    runs, next_cursor = await service.list_runs(conn, principal_of(request).organization_id, threadId, page)
+    return CursorPage(data=[RunOut.of(run) for run in runs], next_cursor=next_cursor)
+
+
+@router.get(
+    "/v1/runs/{runId}", operation_id="runs.get", response_model=RunOut, responses=errors(404, *AUTHENTICATED)
+)
+async def get_run(runId: str, request: Request, conn: ConnDep) -> RunOut:
+    return RunOut.of(await service.get_run(conn, principal_of(request).organization_id, runId))
+
+
+@router.post(
+    "/v1/runs/{runId}/cancel",
+    operation_id="runs.cancel",
+    response_model=RunOut,
+    responses=errors(404, 409, *AUTHENTICATED),
+)
+async def cancel_run(runId: str, request: Request, conn: ConnDep, services: ServicesDep) -> RunOut:
+    """Ends a queued or running run at once: it is `cancelled` in the answer, its stream ends with
+    `run_completed` (status `cancelled`) and `[DONE]`. A run that has ended is 409 `RUN_ENDED`."""
+    run = await service.cancel_run(conn, services.signals, principal_of(request).organization_id, runId)
+    return RunOut.of(run)
+
+
+@router.get(
+    "/v1/runs/{runId}/stream", operation_id="runs.stream", response_model=None, responses=_STREAM_RESPONSES
+)
+async def stream_run(
+    runId: str,
+    request: Request,
+    conn: ConnDep,
+    services: ServicesDep,
+    cursor: StreamCursor = None,
+    last_event_id: LastEventId = None,
+) -> EventStreamResponse:
+    """The run's events as they happen; a finished run's are replayed. With `cursor` (or `Last-Event-ID`),
+    resumes strictly after that event: nothing lost, nothing repeated."""
+    organization_id = principal_of(request).organization_id
+    run = await service.get_run(conn, organization_id, runId)
+    after = 0
+    position = resume_cursor(cursor, last_event_id)
+    if position:
+        run_id, after = parse_cursor(position)
+        if run_id != run.id:
+            raise BadRequest(f"The cursor belongs to another run than {run.id}.", reason="INVALID_CURSOR")
+    return EventStreamResponse(services.run_feeds.stream(organization_id, run.id, after))
+
+
+@router.get(
+    "/v1/threads/{threadId}/stream",
+    operation_id="threads.stream",
+    response_model=None,
+    responses=_STREAM_RESPONSES,
+)
+async def stream_thread(
+    threadId: str,
+    request: Request,
+    conn: ConnDep,
+    services: ServicesDep,
+    cursor: StreamCursor = None,
+    last_event_id: LastEventId = None,
+) -> EventStreamResponse:
+    """The events of the thread's active run (the running one, else the oldest queued one); with none
+    active, a replay of its latest run; with no run at all, `[DONE]` at once. The stream follows one run
+    and ends with it; open it again for the next. A `cursor` resumes the run it came from."""
+    organization_id = principal_of(request).organization_id
+    thread = await get_thread(conn, organization_id, threadId)
+    after = 0
+    position = resume_cursor(cursor, last_event_id)
+    if position:
+        run_id, after = parse_cursor(position)
+        run = await repository.get(conn, organization_id, run_id)
+        if run is None or run.thread_id != thread.id:
+            raise BadRequest(f"The cursor belongs to no run of thread {thread.id}.", reason="INVALID_CURSOR")
+    elif thread.active_run_id is not None:
+        run = await repository.get(conn, organization_id, thread.active_run_id)
+    else:
+        run = await repository.latest_of_thread(conn, organization_id, thread.id)
+    if run is None:
+        return EventStreamResponse(_done())
+    return EventStreamResponse(services.run_feeds.stream(organization_id, run.id, after))
+
+
+async def _done() -> AsyncIterator[bytes]:
+    yield DONE
+
+
+@router.get(
+    "/v1/runs/{runId}/artifacts",
+    operation_id="artifacts.list",
+    response_model=CursorPage[ArtifactOut],
+    responses=errors(400, 404, *AUTHENTICATED),
+)
+async def list_artifacts(
+    runId: str, request: Request, conn: ConnDep, page: CursorDep
+) -> CursorPage[ArtifactOut]:
+    """The run's artifacts, oldest first."""
+    organization_id = principal_of(request).organization_id
+    await service.get_run(conn, organization_id, runId)
+    found, next_cursor = await artifacts.page_of_run(conn, organization_id, runId, page)
+    return CursorPage(data=[ArtifactOut.of(a) for a in found], next_cursor=next_cursor)
+
+
+@router.get(
+    "/v1/artifacts/{artifactId}",
+    operation_id="artifacts.get",
+    response_model=ArtifactOut,
+    responses=errors(404, *AUTHENTICATED),
+)
+async def get_artifact(artifactId: str, request: Request, conn: ConnDep) -> ArtifactOut:
+    artifact = await artifacts.get(conn, principal_of(request).organization_id, artifactId)
+    if artifact is None:
+        raise NotFound(f"Artifact {artifactId} was not found.")
+    return ArtifactOut.of(artifact)

@@ -1,0 +1,129 @@
+"""Run events: numbered per run, rendered once, persisted, then announced.
+
+An event's frame JSON is rendered when it is made and stored as text, so replays and live fan-out send the
+same bytes without encoding them again. Its cursor is ``<runId>.<seq>``: it names the run as well as the
+position, so one cursor resumes both the run's stream and its thread's stream.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from threadline.kit.clock import isoformat
+from threadline.kit.db import Conn
+from threadline.kit.errors import BadRequest
+from threadline.runs.tables import run_events
+
+# The signal announcing committed events (payload: ``announcement``); every process's feeds listen to it.
+RUN_EVENTS = "runs.events"
+# The type of the last event of every run; the stream's ``[DONE]`` follows it.
+RUN_COMPLETED = "run_completed"
+
+_CURSOR = re.compile(r"^(run_[0-9a-z]{26})\.([0-9]{1,9})$")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    seq: int
+    type: str
+    data: str  # the frame's JSON
+    created_at: datetime
+
+
+def cursor_of(run_id: str, seq: int) -> str:
+    return f"{run_id}.{seq}"
+
+
+def parse_cursor(cursor: str) -> tuple[str, int]:
+    match = _CURSOR.match(cursor)
+    if match is None:
+        raise BadRequest(
+            "The cursor is malformed; pass back the cursor of the last event you processed, unchanged.",
+            reason="INVALID_CURSOR",
+        )
+    return match[1], int(match[2])
+
+
+def render(
+    run_id: str, thread_id: str, seq: int, type_: str, payload: Mapping[str, Any], at: datetime
+) -> Event:
+    fields = {
+        "type": type_,
+        "cursor": cursor_of(run_id, seq),
+        "runId": run_id,
+        "threadId": thread_id,
+        "createdAt": isoformat(at),
+        **payload,
+    }
+    # ASCII only, like every frame (kit.sse): some SSE readers split lines on U+2028.
+    return Event(seq, type_, json.dumps(fields, separators=(",", ":")), at)
+
+
+def frame(run_id: str, event_seq: int, data: str) -> bytes:
+    return f"id: {cursor_of(run_id, event_seq)}\ndata: {data}\n\n".encode()
+
+
+async def insert(conn: Conn, organization_id: str, run_id: str, events: Sequence[Event]) -> None:
+    if not events:
+        return
+    await conn.execute(
+        run_events.insert(),
+        [
+            {
+                "run_id": run_id,
+                "seq": event.seq,
+                "organization_id": organization_id,
+                "type": event.type,
+                "data": event.data,
+                "created_at": event.created_at,
+            }
+            for event in events
+        ],
+    )
+
+
+async def after(conn: Conn, organization_id: str, run_id: str, seq: int) -> list[Event]:
+    query = (
+        sa.select(run_events.c.seq, run_events.c.type, run_events.c.data, run_events.c.created_at)
+        .where(
+            run_events.c.run_id == run_id,
+            run_events.c.organization_id == organization_id,
+            run_events.c.seq > seq,
+        )
+        .order_by(run_events.c.seq)
+    )
+    return [Event(row.seq, row.type, row.data, row.created_at) for row in await conn.execute(query)]
+
+
+def announcement(organization_id: str, run_id: str, events: Sequence[Event]) -> str:
+    return json.dumps(
+        {
+            "organizationId": organization_id,
+            "runId": run_id,
+            "events": [[event.seq, event.type, event.data] for event in events],
+        },
+        separators=(",", ":"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Announced:
+    organization_id: str
+    run_id: str
+    events: list[tuple[int, str, str]]
+
+
+def parse_announcement(payload: str) -> Announced | None:
+    try:
+        body = json.loads(payload)
+        events = [(int(seq), str(type_), str(data)) for seq, type_, data in body["events"]]
+        return Announced(str(body["organizationId"]), str(body["runId"]), events)
+    except (ValueError, TypeError, KeyError):
+        return None

@@ -1,0 +1,249 @@
+"""Executes runs: claims queued runs, holds them by lease, runs the agent, ends them; and fails the runs
+whose executor died.
+
+One executor per process that executes runs: the server in the embedded shape, each ``threadline worker``
+in the distributed one. An executor wakes on ``runs.queued`` (a run was created, or a thread's run ended so
+its next one may start) and also looks every second, so a lost signal delays a run by a second at most.
+Each run it holds has a lease in the database, renewed every third of ``run_lease_seconds``; a process that
+dies stops renewing, and any executor (the reaper runs in every serving process, executing or not) ends its
+runs ``failed`` with an ``error`` event once the lease has lapsed, so their streams end with ``[DONE]``.
+Cancellation arrives as ``runs.cancelled`` and stops the run's task at once; a renewal that finds the run no
+longer held (the signal was lost) stops it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import time
+from datetime import timedelta
+
+import sqlalchemy as sa
+
+from threadline.agent.loop import DEFAULT_INSTRUCTIONS, run_agent
+from threadline.agent.models import ChatMessage, ModelError
+from threadline.agent.registry import model_for
+from threadline.agent.tools import ToolContext
+from threadline.config import Settings
+from threadline.kit.clock import utcnow
+from threadline.kit.db import Conn, Database
+from threadline.kit.signals import RESET, SignalBus
+from threadline.messages.tables import messages
+from threadline.runs import events, repository, service
+from threadline.runs.events import RUN_EVENTS
+from threadline.runs.recorder import RunAborted, RunRecorder
+from threadline.runs.repository import Run
+from threadline.runs.service import RUN_CANCELLED, RUNS_QUEUED
+from threadline.runs.tables import runs
+from threadline.search.backend import SearchBackend
+
+log = logging.getLogger(__name__)
+
+_POLL_SECONDS = 1.0
+HISTORY_MESSAGES = 50
+# How long a stopping executor waits for its runs to record their end.
+_STOP_SECONDS = 5.0
+
+
+class RunExecutor:
+    def __init__(
+        self,
+        db: Database,
+        signals: SignalBus,
+        search: SearchBackend,
+        settings: Settings,
+        *,
+        execute: bool,
+    ) -> None:
+        self._db = db
+        self._signals = signals
+        self._search = search
+        self._settings = settings
+        self._execute = execute
+        self.owner = f"{socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._lease = timedelta(seconds=settings.run_lease_seconds)
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._cancelled: set[str] = set()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        signals.subscribe(self._on_signal)
+
+    def _on_signal(self, topic: str, payload: str) -> None:
+        if topic in (RUNS_QUEUED, RESET):
+            self._wake.set()
+        elif topic == RUN_CANCELLED:
+            task = self._running.get(payload)
+            if task is not None:
+                self._cancelled.add(payload)
+                task.cancel()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="run-executor")
+
+    @property
+    def executing(self) -> int:
+        return len(self._running)
+
+    async def aclose(self) -> None:
+        """Stops claiming; runs still executing end ``failed`` (``EXECUTOR_STOPPED``), never left running."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        tasks = list(self._running.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=_STOP_SECONDS)
+
+    async def _loop(self) -> None:
+        next_renewal = next_reap = 0.0
+        renew_every = self._settings.run_lease_seconds / 3
+        while True:
+            self._wake.clear()
+            try:
+                if self._execute:
+                    await self._claim_all()
+                now = time.monotonic()
+                if self._running and now >= next_renewal:
+                    next_renewal = now + renew_every
+                    await self._renew()
+                if now >= next_reap:
+                    next_reap = now + min(renew_every, _POLL_SECONDS * 2)
+                    await self.reap()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the database is away: keep the loop alive, try again shortly
+                log.warning("run executor could not reach the database; retrying", exc_info=True)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_POLL_SECONDS):
+                    await self._wake.wait()
+
+    async def _claim_all(self) -> None:
+        while not self._stopping and len(self._running) < self._settings.max_concurrent_runs:
+            async with self._db.transaction() as conn:
+                claimed = await service.claim(conn, self.owner, utcnow() + self._lease)
+            if claimed is None:
+                return
+            run, started = claimed
+            await self._signals.publish(
+                RUN_EVENTS, events.announcement(run.organization_id, run.id, [started])
+            )
+            self._running[run.id] = asyncio.create_task(self._execute_run(run), name=f"run-{run.id}")
+
+    async def _renew(self) -> None:
+        async with self._db.transaction() as conn:
+            result = await conn.execute(
+                runs.update()
+                .where(runs.c.lease_owner == self.owner, runs.c.status == "running")
+                .values(lease_expires_at=utcnow() + self._lease)
+                .returning(runs.c.id)
+            )
+            held = set(result.scalars())
+        for run_id, task in list(self._running.items()):
+            if run_id not in held and not task.done():
+                log.info("run %s is no longer held by this executor; stopping it", run_id)
+                self._cancelled.add(run_id)
+                task.cancel()
+
+    async def reap(self) -> int:
+        """Ends the runs whose lease lapsed (their executor died); how many it ended."""
+        now = utcnow()
+        async with self._db.transaction(write=False) as conn:
+            lapsed = await repository.expired(conn, now)
+        ended = 0
+        for run_id in lapsed:
+            async with self._db.transaction() as conn:
+                run = await service.end_run(
+                    conn,
+                    self._signals,
+                    run_id,
+                    "failed",
+                    ("EXECUTOR_LOST", "The process executing the run stopped before it ended."),
+                    expired_before=now,
+                )
+            if run is not None:
+                log.warning(
+                    "run %s failed: its executor %s stopped renewing its lease", run_id, run.lease_owner
+                )
+                ended += 1
+        return ended
+
+    async def _execute_run(self, run: Run) -> None:
+        recorder = RunRecorder(
+            self._db,
+            self._signals,
+            organization_id=run.organization_id,
+            run_id=run.id,
+            thread_id=run.thread_id,
+            owner=self.owner,
+            event_count=run.event_count,
+        )
+        outcome: tuple[str, tuple[str, str] | None] | None = ("completed", None)
+        try:
+            model = model_for(run.model, self._settings)
+            history = await self._history(run)
+            await run_agent(model, ToolContext(self._db, self._search, recorder), history)
+            await recorder.flush()
+        except ModelError as error:
+            outcome = ("failed", (error.code, error.message))
+        except RunAborted:
+            outcome = None
+        except asyncio.CancelledError:
+            outcome = None if run.id in self._cancelled else ("failed", _STOPPED)
+        except Exception:
+            log.exception("run %s failed unexpectedly", run.id)
+            outcome = ("failed", ("INTERNAL_ERROR", "The run failed unexpectedly."))
+        finally:
+            self._cancelled.discard(run.id)
+            try:
+                await self._finish(run, recorder, outcome)
+            finally:
+                self._running.pop(run.id, None)
+                self._wake.set()
+
+    async def _finish(
+        self, run: Run, recorder: RunRecorder, outcome: tuple[str, tuple[str, str] | None] | None
+    ) -> None:
+        if outcome is not None:
+            with contextlib.suppress(Exception):
+                await recorder.flush()  # what the agent emitted before the end goes first
+        await recorder.aclose()
+        if outcome is None:
+            return
+        status, error = outcome
+        try:
+            async with self._db.transaction() as conn:
+                await service.end_run(conn, self._signals, run.id, status, error, owner=self.owner)  # type: ignore[arg-type]
+        except Exception:  # its lease will lapse and the reaper will end it
+            log.exception("could not record the end of run %s", run.id)
+
+    async def _history(self, run: Run) -> list[ChatMessage]:
+        async with self._db.transaction(write=False) as conn:
+            recent = await _recent_messages(conn, run)
+        instructions = run.instructions or DEFAULT_INSTRUCTIONS
+        return [ChatMessage("system", instructions), *recent]
+
+
+_STOPPED = ("EXECUTOR_STOPPED", "The process executing the run shut down before the run ended.")
+
+
+async def _recent_messages(conn: Conn, run: Run) -> list[ChatMessage]:
+    query = (
+        sa.select(messages.c.role, messages.c.content)
+        .where(
+            messages.c.thread_id == run.thread_id,
+            messages.c.organization_id == run.organization_id,
+            messages.c.role.in_(("user", "assistant", "system")),
+        )
+        .order_by(messages.c.id.desc())
+        .limit(HISTORY_MESSAGES)
+    )
+    rows = list(await conn.execute(query))
+    return [ChatMessage(row.role, row.content) for row in reversed(rows)]

@@ -1,0 +1,140 @@
+"""How an executing run writes its events: buffered, committed in order, announced after each commit.
+
+The agent emits events as fast as the model streams; a background task commits whatever has accumulated
+in one transaction (with the side effects that belong to those events, such as the assistant's message
+with its ``text_complete``) and announces it, so a fast model costs one transaction per burst instead of
+one per token, and a slow client never slows the run. Each commit first checks that this executor still
+holds the running run: once the run was cancelled or its lease taken over, the commit writes nothing and
+the agent is stopped (``RunAborted``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from threadline.agent.models import Usage
+from threadline.kit.clock import utcnow
+from threadline.kit.db import Conn, Database
+from threadline.kit.signals import SignalBus
+from threadline.runs import events, repository
+from threadline.runs.events import RUN_EVENTS, Event
+
+Effect = Callable[[Conn], Awaitable[None]]
+
+# An agent that outruns the database waits once this many events are uncommitted.
+_MAX_PENDING = 512
+
+
+class RunAborted(Exception):
+    """The run ended elsewhere (cancelled, or its lease lapsed and it was failed): stop working on it."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    type: str
+    payload: dict[str, Any]
+    effect: Effect | None
+
+
+class RunRecorder:
+    def __init__(
+        self,
+        db: Database,
+        signals: SignalBus,
+        *,
+        organization_id: str,
+        run_id: str,
+        thread_id: str,
+        owner: str,
+        event_count: int,
+    ) -> None:
+        self._db = db
+        self._signals = signals
+        self.organization_id = organization_id
+        self.run_id = run_id
+        self.thread_id = thread_id
+        self._owner = owner
+        self._pending: list[_Pending] = []
+        self._usage = Usage()
+        self._wake = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._failure: BaseException | None = None
+        self._closing = False
+        self.event_count = event_count
+        self._task = asyncio.create_task(self._flush_loop(), name=f"recorder-{run_id}")
+
+    async def emit(self, type_: str, payload: dict[str, Any], *, effect: Effect | None = None) -> None:
+        self._raise_if_failed()
+        self._pending.append(_Pending(type_, payload, effect))
+        self._drained.clear()
+        self._wake.set()
+        if len(self._pending) >= _MAX_PENDING:
+            await self.flush()
+
+    def add_usage(self, usage: Usage) -> None:
+        self._usage = self._usage + usage
+        self._drained.clear()
+        self._wake.set()
+
+    async def flush(self) -> None:
+        """Returns once everything emitted so far is committed (raises what stopped the run, if anything)."""
+        await self._drained.wait()
+        self._raise_if_failed()
+
+    async def aclose(self) -> None:
+        self._closing = True
+        self._wake.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+    def _raise_if_failed(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._failure is None and (self._pending or self._usage != Usage()):
+                batch, self._pending = self._pending, []
+                usage, self._usage = self._usage, Usage()
+                try:
+                    await self._commit(batch, usage)
+                except BaseException as error:  # the run is over for this executor; tell the agent
+                    self._failure = error if isinstance(error, Exception) else RunAborted()
+                    if not isinstance(error, Exception):
+                        self._drained.set()
+                        raise
+            self._pending.clear()
+            self._drained.set()
+            if self._closing:
+                return
+
+    async def _commit(self, batch: list[_Pending], usage: Usage) -> None:
+        async with self._db.transaction() as conn:
+            # Side effects first: they lock the thread's row before the run's (runs.service's lock order).
+            for pending in batch:
+                if pending.effect is not None:
+                    await pending.effect(conn)
+            last = await repository.advance(
+                conn, self.run_id, self._owner, len(batch), usage.input_tokens, usage.output_tokens
+            )
+            if last is None:
+                raise RunAborted()
+            now = utcnow()
+            first = last - len(batch) + 1
+            made: list[Event] = [
+                events.render(self.run_id, self.thread_id, first + i, p.type, p.payload, now)
+                for i, p in enumerate(batch)
+            ]
+            await events.insert(conn, self.organization_id, self.run_id, made)
+        self.event_count = last
+        if made:
+            await self._signals.publish(
+                RUN_EVENTS, events.announcement(self.organization_id, self.run_id, made)
+            )

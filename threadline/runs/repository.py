@@ -1,0 +1,247 @@
+"""Run queries. Those an API request makes are scoped to one organization; the executor's claim and lease
+queries reach across organizations (it serves them all) and name runs by id."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import sqlalchemy as sa
+
+from threadline.kit.db import Conn
+from threadline.kit.pagination import CursorParams, fetch_cursor_page
+from threadline.runs.tables import runs
+from threadline.threads.tables import threads
+
+Status = Literal["queued", "running", "completed", "failed", "cancelled"]
+ACTIVE: tuple[Status, ...] = ("queued", "running")
+ENDED: tuple[Status, ...] = ("completed", "failed", "cancelled")
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    id: str
+    organization_id: str
+    thread_id: str
+    status: Status
+    model: str
+    instructions: str | None
+    automation_id: str | None
+    metadata: dict[str, str]
+    error_code: str | None
+    error_message: str | None
+    input_tokens: int
+    output_tokens: int
+    event_count: int
+    created_at: datetime
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    lease_owner: str | None = None
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE
+
+
+def from_row(row: sa.RowMapping) -> Run:
+    return Run(
+        id=row["id"],
+        organization_id=row["organization_id"],
+        thread_id=row["thread_id"],
+        status=row["status"],
+        model=row["model"],
+        instructions=row["instructions"],
+        automation_id=row["automation_id"],
+        metadata=dict(row["meta"]),
+        error_code=row["error_code"],
+        error_message=row["error_message"],
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+        event_count=row["event_count"],
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        lease_owner=row["lease_owner"],
+    )
+
+
+_COLUMNS = [c for c in runs.c if c.key != "lease_expires_at"]
+
+
+async def insert(conn: Conn, run: Run) -> None:
+    await conn.execute(
+        runs.insert().values(
+            id=run.id,
+            organization_id=run.organization_id,
+            thread_id=run.thread_id,
+            status=run.status,
+            model=run.model,
+            instructions=run.instructions,
+            automation_id=run.automation_id,
+            meta=run.metadata,
+            created_at=run.created_at,
+        )
+    )
+
+
+async def get(conn: Conn, organization_id: str, run_id: str) -> Run | None:
+    query = sa.select(*_COLUMNS).where(runs.c.id == run_id, runs.c.organization_id == organization_id)
+    row = (await conn.execute(query)).mappings().first()
+    return from_row(row) if row else None
+
+
+async def get_any(conn: Conn, run_id: str, *, for_update: bool = False) -> Run | None:
+    """By id alone: for the executor, which serves every organization."""
+    query = sa.select(*_COLUMNS).where(runs.c.id == run_id)
+    if for_update:
+        query = query.with_for_update()
+    row = (await conn.execute(query)).mappings().first()
+    return from_row(row) if row else None
+
+
+async def page_of_thread(
+    conn: Conn, organization_id: str, thread_id: str, params: CursorParams
+) -> tuple[Sequence[Run], str | None]:
+    query = sa.select(*_COLUMNS).where(
+        runs.c.thread_id == thread_id, runs.c.organization_id == organization_id
+    )
+    rows, next_cursor = await fetch_cursor_page(conn, query, runs.c.id, params)
+    return [from_row(row._mapping) for row in rows], next_cursor
+
+
+async def active_of_thread(conn: Conn, organization_id: str, thread_id: str) -> list[Run]:
+    query = (
+        sa.select(*_COLUMNS)
+        .where(
+            runs.c.thread_id == thread_id,
+            runs.c.organization_id == organization_id,
+            runs.c.status.in_(ACTIVE),
+        )
+        .order_by(runs.c.id)
+    )
+    return [from_row(row) for row in (await conn.execute(query)).mappings()]
+
+
+async def latest_of_thread(conn: Conn, organization_id: str, thread_id: str) -> Run | None:
+    query = (
+        sa.select(*_COLUMNS)
+        .where(runs.c.thread_id == thread_id, runs.c.organization_id == organization_id)
+        .order_by(runs.c.id.desc())
+        .limit(1)
+    )
+    row = (await conn.execute(query)).mappings().first()
+    return from_row(row) if row else None
+
+
+async def refresh_active_run(conn: Conn, thread_id: str) -> None:
+    """The thread's ``active_run_id`` from its runs: the running one, else the oldest queued one.
+
+    Called in every transaction that changes a run's status, after locking the thread row, so two
+    transactions never write it from different views of the runs."""
+    active = (
+        sa.select(runs.c.id)
+        .where(runs.c.thread_id == thread_id, runs.c.status.in_(ACTIVE))
+        .order_by(sa.case((runs.c.status == "running", 0), else_=1), runs.c.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+    await conn.execute(threads.update().where(threads.c.id == thread_id).values(active_run_id=active))
+
+
+async def set_status(
+    conn: Conn,
+    run_id: str,
+    status: Status,
+    *,
+    at: datetime,
+    error: tuple[str, str] | None = None,
+    events: int = 0,
+) -> None:
+    """An end (``at`` is ``ended_at``) or the start (``at`` is ``started_at``); ``events`` more events."""
+    values: dict[str, object] = {"status": status, "event_count": runs.c.event_count + events}
+    if status == "running":
+        values["started_at"] = at
+    else:
+        values.update(ended_at=at, lease_owner=None, lease_expires_at=None)
+    if error is not None:
+        values.update(error_code=error[0], error_message=error[1])
+    await conn.execute(runs.update().where(runs.c.id == run_id).values(**values))
+
+
+async def advance(
+    conn: Conn, run_id: str, owner: str, count: int, input_tokens: int, output_tokens: int
+) -> int | None:
+    """Reserve ``count`` event numbers (and add usage) while ``owner`` still holds the running run; the
+    new ``event_count``, or None once the run was cancelled or its lease taken over."""
+    result = await conn.execute(
+        runs.update()
+        .where(runs.c.id == run_id, runs.c.status == "running", runs.c.lease_owner == owner)
+        .values(
+            event_count=runs.c.event_count + count,
+            input_tokens=runs.c.input_tokens + input_tokens,
+            output_tokens=runs.c.output_tokens + output_tokens,
+        )
+        .returning(runs.c.event_count)
+    )
+    return result.scalar_one_or_none()
+
+
+async def claim_next(conn: Conn, owner: str, now: datetime, lease_until: datetime) -> Run | None:
+    """The oldest queued run whose thread has no running run and no older queued run, marked as held by
+    ``owner``. On PostgreSQL concurrent claimers skip each other's candidates (``SKIP LOCKED``)."""
+    other = runs.alias("other")
+    blocked = (
+        sa.select(other.c.id)
+        .where(
+            other.c.thread_id == runs.c.thread_id,
+            sa.or_(other.c.status == "running", sa.and_(other.c.status == "queued", other.c.id < runs.c.id)),
+        )
+        .exists()
+    )
+    candidate = (
+        sa.select(runs.c.id)
+        .where(runs.c.status == "queued", ~blocked)
+        .order_by(runs.c.id)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    )
+    run_id = (await conn.execute(candidate)).scalar_one_or_none()
+    if run_id is None:
+        return None
+    await conn.execute(
+        runs.update()
+        .where(runs.c.id == run_id)
+        .values(status="running", started_at=now, lease_owner=owner, lease_expires_at=lease_until)
+    )
+    return await get_any(conn, run_id)
+
+
+async def renew_lease(conn: Conn, run_id: str, owner: str, until: datetime) -> bool:
+    result = await conn.execute(
+        runs.update()
+        .where(runs.c.id == run_id, runs.c.status == "running", runs.c.lease_owner == owner)
+        .values(lease_expires_at=until)
+    )
+    return result.rowcount == 1
+
+
+async def expired(conn: Conn, now: datetime, limit: int = 100) -> list[str]:
+    query = (
+        sa.select(runs.c.id)
+        .where(runs.c.status == "running", runs.c.lease_expires_at < now)
+        .order_by(runs.c.id)
+        .limit(limit)
+    )
+    return list((await conn.execute(query)).scalars())
+
+
+async def held_by(conn: Conn, owner: str) -> list[str]:
+    query = sa.select(runs.c.id).where(runs.c.status == "running", runs.c.lease_owner == owner)
+    return list((await conn.execute(query)).scalars())
+
+
+async def lease_lapsed(conn: Conn, run_id: str, before: datetime) -> bool:
+    query = sa.select(runs.c.id).where(runs.c.id == run_id, runs.c.lease_expires_at < before)
+    return (await conn.execute(query)).first() is not None

@@ -1,0 +1,192 @@
+"""Run rules: one active run per thread (with the three multitask strategies), cancellation, and the
+ends of a run, each a transaction that writes the run's status, its events and the thread's active run
+together, and announces the events after it commits.
+
+Lock order, everywhere: the thread's row, then the run's. Claiming a run touches only the run (the run it
+claims already is its thread's active run), so no two transactions wait on each other in a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, Literal
+
+from threadline.kit.clock import utcnow
+from threadline.kit.db import Conn, after_commit
+from threadline.kit.errors import Conflict, NotFound
+from threadline.kit.ids import new_id
+from threadline.kit.pagination import CursorParams
+from threadline.kit.signals import SignalBus
+from threadline.messages.service import append_message
+from threadline.organizations.repository import Organization
+from threadline.runs import events, repository
+from threadline.runs.events import RUN_COMPLETED, RUN_EVENTS, Event
+from threadline.runs.repository import Run, Status
+from threadline.settings.service import DEFAULT_MODEL
+from threadline.threads.repository import ThreadRepository
+
+# Wakes executors: a run may have become claimable (payload: the run id, for logs only).
+RUNS_QUEUED = "runs.queued"
+# Tells the executing process to stop a run (payload: the run id).
+RUN_CANCELLED = "runs.cancelled"
+
+Strategy = Literal["reject", "enqueue", "interrupt"]
+
+
+async def _lock_thread(conn: Conn, organization_id: str, thread_id: str) -> None:
+    if await ThreadRepository(conn, organization_id).get(thread_id, for_update=True) is None:
+        raise NotFound(f"Thread {thread_id} was not found.")
+
+
+async def create_run(
+    conn: Conn,
+    signals: SignalBus,
+    organization: Organization,
+    thread_id: str,
+    *,
+    model: str | None,
+    instructions: str | None,
+    input: str | None,
+    metadata: dict[str, str],
+    strategy: Strategy = "reject",
+    automation_id: str | None = None,
+) -> Run:
+    await _lock_thread(conn, organization.id, thread_id)
+    active = await repository.active_of_thread(conn, organization.id, thread_id)
+    if active and strategy == "reject":
+        raise Conflict(
+            f"Thread {thread_id} has an active run ({active[0].id}); wait for it to end, cancel it, or "
+            "create the run with multitaskStrategy enqueue or interrupt.",
+            reason="RUN_ACTIVE",
+        )
+    if strategy == "interrupt":
+        for run in active:
+            await _end(conn, signals, run, "cancelled", None)
+    now = utcnow()
+    run = Run(
+        id=new_id("run"),
+        organization_id=organization.id,
+        thread_id=thread_id,
+        status="queued",
+        model=model or organization.default_model or DEFAULT_MODEL,
+        instructions=instructions if instructions is not None else organization.instructions,
+        automation_id=automation_id,
+        metadata=metadata,
+        error_code=None,
+        error_message=None,
+        input_tokens=0,
+        output_tokens=0,
+        event_count=0,
+        created_at=now,
+    )
+    await repository.insert(conn, run)
+    if input is not None:
+        await append_message(
+            conn, organization.id, thread_id, role="user", content=input, metadata={}, run_id=run.id
+        )
+    await repository.refresh_active_run(conn, thread_id)
+    after_commit(conn, lambda: signals.publish(RUNS_QUEUED, run.id))
+    return run
+
+
+async def get_run(conn: Conn, organization_id: str, run_id: str) -> Run:
+    run = await repository.get(conn, organization_id, run_id)
+    if run is None:
+        raise NotFound(f"Run {run_id} was not found.")
+    return run
+
+
+async def list_runs(
+    conn: Conn, organization_id: str, thread_id: str, params: CursorParams
+) -> tuple[Sequence[Run], str | None]:
+    if await ThreadRepository(conn, organization_id).get(thread_id) is None:
+        raise NotFound(f"Thread {thread_id} was not found.")
+    return await repository.page_of_thread(conn, organization_id, thread_id, params)
+
+
+async def cancel_run(conn: Conn, signals: SignalBus, organization_id: str, run_id: str) -> Run:
+    """Ends the run at once, whether queued or running: its ``run_completed`` event is written here, and
+    the executing process, told by a signal, stops the model; it can write nothing after this commit."""
+    run = await get_run(conn, organization_id, run_id)
+    await _lock_thread(conn, organization_id, run.thread_id)
+    locked = await repository.get_any(conn, run_id, for_update=True)
+    assert locked is not None  # the thread's lock keeps its runs (deletion cascades through it)
+    if not locked.is_active:
+        raise Conflict(f"Run {run_id} has already ended ({locked.status}).", reason="RUN_ENDED")
+    return await _end(conn, signals, locked, "cancelled", None)
+
+
+async def end_run(
+    conn: Conn,
+    signals: SignalBus,
+    run_id: str,
+    status: Status,
+    error: tuple[str, str] | None,
+    *,
+    owner: str | None = None,
+    expired_before: datetime | None = None,
+) -> Run | None:
+    """The executor's end of a running run (``owner`` still holds it) or the reaper's (its lease lapsed
+    before ``expired_before``); None when the run is no longer what the caller thought (cancelled, taken)."""
+    unlocked = await repository.get_any(conn, run_id)
+    if unlocked is None:
+        return None
+    await _lock_thread(conn, unlocked.organization_id, unlocked.thread_id)
+    run = await repository.get_any(conn, run_id, for_update=True)
+    if run is None or run.status != "running":
+        return None
+    if owner is not None and run.lease_owner != owner:
+        return None
+    if expired_before is not None and not await repository.lease_lapsed(conn, run_id, expired_before):
+        return None
+    return await _end(conn, signals, run, status, error)
+
+
+async def _end(
+    conn: Conn, signals: SignalBus, run: Run, status: Status, error: tuple[str, str] | None
+) -> Run:
+    now = utcnow()
+    made: list[Event] = []
+    if error is not None:
+        made.append(_event(run, len(made) + 1, "error", {"code": error[0], "message": error[1]}, now))
+    usage = {"inputTokens": run.input_tokens, "outputTokens": run.output_tokens}
+    made.append(_event(run, len(made) + 1, RUN_COMPLETED, {"status": status, "usage": usage}, now))
+    await events.insert(conn, run.organization_id, run.id, made)
+    await repository.set_status(conn, run.id, status, at=now, error=error, events=len(made))
+    await repository.refresh_active_run(conn, run.thread_id)
+    announcement = events.announcement(run.organization_id, run.id, made)
+
+    async def announce() -> None:
+        await signals.publish(RUN_EVENTS, announcement)
+        if status == "cancelled":
+            await signals.publish(RUN_CANCELLED, run.id)
+        await signals.publish(RUNS_QUEUED, run.id)  # the thread's next queued run may start
+
+    after_commit(conn, announce)
+    return replace(
+        run,
+        status=status,
+        ended_at=now,
+        event_count=run.event_count + len(made),
+        error_code=error[0] if error else None,
+        error_message=error[1] if error else None,
+        lease_owner=None,
+    )
+
+
+def _event(run: Run, offset: int, type_: str, payload: dict[str, Any], at: datetime) -> Event:
+    return events.render(run.id, run.thread_id, run.event_count + offset, type_, payload, at)
+
+
+async def claim(conn: Conn, owner: str, lease_until: datetime) -> tuple[Run, Event] | None:
+    """The next claimable run, now running and held by ``owner``, with its ``run_started`` event written."""
+    now = utcnow()
+    run = await repository.claim_next(conn, owner, now, lease_until)
+    if run is None:
+        return None
+    started = _event(run, 1, "run_started", {"model": run.model}, now)
+    await repository.advance(conn, run.id, owner, 1, 0, 0)
+    await events.insert(conn, run.organization_id, run.id, [started])
+    return replace(run, event_count=run.event_count + 1), started

@@ -1,0 +1,64 @@
+import sqlalchemy as sa
+
+from threadline.kit.db import JsonType, UtcDateTime
+from threadline.storage.metadata import id_column, metadata, organization_column
+
+RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    id_column(),
+    organization_column(),
+    sa.Column("thread_id", sa.String(40), sa.ForeignKey("threads.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("instructions", sa.Text, nullable=True),
+    sa.Column("automation_id", sa.String(40), nullable=True),
+    sa.Column("metadata", JsonType, key="meta", nullable=False),
+    sa.Column("error_code", sa.String(64), nullable=True),
+    sa.Column("error_message", sa.Text, nullable=True),
+    sa.Column("input_tokens", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("output_tokens", sa.Integer, nullable=False, server_default="0"),
+    # The sequence number of the run's last event: the next event is event_count + 1.
+    sa.Column("event_count", sa.Integer, nullable=False, server_default="0"),
+    # The executor holding the run and until when; a lapsed lease means its process died.
+    sa.Column("lease_owner", sa.String(64), nullable=True),
+    sa.Column("lease_expires_at", UtcDateTime, nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("started_at", UtcDateTime, nullable=True),
+    sa.Column("ended_at", UtcDateTime, nullable=True),
+    sa.CheckConstraint("status IN ('queued', 'running', 'completed', 'failed', 'cancelled')", name="status"),
+    sa.Index(None, "thread_id", "id"),
+    sa.Index(None, "status", "id"),
+    sa.Index(None, "organization_id", "id"),
+)
+
+# Persisted before they are published: a stream replays from here, so nothing a client missed is lost.
+run_events = sa.Table(
+    "run_events",
+    metadata,
+    sa.Column("run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    organization_column(),
+    sa.Column("type", sa.String(32), nullable=False),
+    # The frame's JSON exactly as streamed (cursor included): a replay sends it without re-encoding.
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+artifacts = sa.Table(
+    "artifacts",
+    metadata,
+    id_column(),
+    organization_column(),
+    sa.Column("run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("thread_id", sa.String(40), sa.ForeignKey("threads.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("name", sa.String(256), nullable=False),
+    sa.Column("mime_type", sa.String(128), nullable=False),
+    sa.Column("size", sa.Integer, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Index(None, "run_id", "id"),
+)
