@@ -56,9 +56,9 @@ async def get_run(client: httpx.AsyncClient, tenant: Tenant, run_id: str) -> dic
 
 
 async def wait_for_status(
-    client: httpx.AsyncClient, tenant: Tenant, run_id: str, *statuses: str, timeout: float = 15
+    client: httpx.AsyncClient, tenant: Tenant, run_id: str, *statuses: str
 ) -> dict[str, Any]:
-    async with asyncio.timeout(timeout):
+    async with asyncio.timeout(15):
         while True:
             run = await get_run(client, tenant, run_id)
             if run["status"] in statuses:

@@ -83,7 +83,7 @@ class TestCreate:
         assert run["usage"] == {"inputTokens": 0, "outputTokens": 0}
         assert run["error"] is None and run["endedAt"] is None
         messages = (await client.get(f"/v1/threads/{thread}/messages", headers=tenant.secret)).json()["data"]
-        assert [(m["role"], m["content"], m["runId"]) for m in messages][0] == (
+        assert (messages[0]["role"], messages[0]["content"], messages[0]["runId"]) == (
             "user",
             "hello there",
             run["id"],
@@ -173,7 +173,7 @@ class TestReadAndList:
             f"/v1/threads/{thread}/runs", headers=tenant.secret, params={"cursor": listed["nextCursor"]}
         )
         assert [r["id"] for r in rest.json()["data"]] == [first["id"]]
-        assert set((await get_run(client, tenant, first["id"]))) == RUN_FIELDS
+        assert set(await get_run(client, tenant, first["id"])) == RUN_FIELDS
         for path, operation in (
             (f"/v1/runs/{first['id']}", "runs.get"),
             (f"/v1/threads/{thread}/runs", "runs.list"),

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from tests.keys.test_auth import assert_error
 from tests.runs.helpers import (
     DONE,
-    SLOW,
     make_thread,
     parse_sse,
     read_stream,

@@ -7,6 +7,7 @@ message is written to the thread with its ``text_complete`` event (same transact
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -70,21 +71,22 @@ async def _turn(
     started = False
     text: list[str] = []
     calls: list[ToolCall] = []
-    async for delta in model.stream(messages, SPECS):
-        if isinstance(delta, ToolCallReady):
-            calls.append(delta.call)
-            continue
-        if isinstance(delta, Usage):
-            recorder.add_usage(delta)
-            continue
-        if not started:
-            started = True
-            await recorder.emit("message_started", {"messageId": message_id, "role": "assistant"})
-        if isinstance(delta, TextDelta):
-            text.append(delta.text)
-            await recorder.emit("text_chunk", {"messageId": message_id, "delta": delta.text})
-        elif isinstance(delta, ReasoningDelta):
-            await recorder.emit("reasoning_chunk", {"messageId": message_id, "delta": delta.text})
+    async with contextlib.aclosing(model.stream(messages, SPECS)) as deltas:
+        async for delta in deltas:
+            if isinstance(delta, ToolCallReady):
+                calls.append(delta.call)
+                continue
+            if isinstance(delta, Usage):
+                recorder.add_usage(delta)
+                continue
+            if not started:
+                started = True
+                await recorder.emit("message_started", {"messageId": message_id, "role": "assistant"})
+            if isinstance(delta, TextDelta):
+                text.append(delta.text)
+                await recorder.emit("text_chunk", {"messageId": message_id, "delta": delta.text})
+            elif isinstance(delta, ReasoningDelta):
+                await recorder.emit("reasoning_chunk", {"messageId": message_id, "delta": delta.text})
     content = "".join(text)
     if started:
         write = _write_message(

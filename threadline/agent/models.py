@@ -8,7 +8,7 @@ a stable code; the run then ends ``failed`` with an ``error`` event carrying tha
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -62,7 +62,7 @@ class Usage:
 Delta = TextDelta | ReasoningDelta | ToolCallReady | Usage
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: raising sets __traceback__, and context managers set it again
 class ModelError(Exception):
     """A turn that could not complete. ``code`` is stable (clients branch on it); ``message`` is for humans
     and never holds credentials."""
@@ -78,6 +78,7 @@ class ModelError(Exception):
 class Model(Protocol):
     name: str  # "provider/model", as stored on the run
 
-    def stream(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> AsyncIterator[Delta]:
-        """One turn: the deltas of the model's answer to ``messages``, ending after its usage."""
+    def stream(self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> AsyncGenerator[Delta]:
+        """One turn: the deltas of the model's answer to ``messages``, ending after its usage. A generator,
+        so a run that stops early closes it (and the provider's HTTP response) at once."""
         ...

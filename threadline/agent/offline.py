@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 
 from threadline.agent.models import (
@@ -76,7 +76,7 @@ class ScriptedModel:
 
     async def stream(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
-    ) -> AsyncIterator[Delta]:
+    ) -> AsyncGenerator[Delta]:
         last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
         prompt = messages[last_user].content or "" if last_user >= 0 else ""
         directives = _Directives.of(prompt)

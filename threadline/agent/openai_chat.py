@@ -16,7 +16,7 @@ Failures become ``ModelError`` codes the loop and clients can branch on:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import openai
@@ -71,6 +71,10 @@ class OpenAIChatModel:
             base_url=base_url, api_key=api_key or "unused", max_retries=0, timeout=timeout_seconds
         )
 
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        return self._client
+
     async def aclose(self) -> None:
         """Release the connection pool, when this model created its client (a given client is its owner's)."""
         if self._owns_client:
@@ -78,7 +82,7 @@ class OpenAIChatModel:
 
     async def stream(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
-    ) -> AsyncIterator[Delta]:
+    ) -> AsyncGenerator[Delta]:
         chunks = await self._open(messages, tools)
         async with chunks:  # closes the HTTP response however the turn ends, consumer's aclose included
             turn = _Turn()
@@ -153,13 +157,15 @@ class OpenAIChatModel:
         return text[:_MAX_SERVER_MESSAGE]
 
 
-def openai_model(model: str, settings: Settings) -> OpenAIChatModel:
+def openai_model(model: str, settings: Settings, client: openai.AsyncOpenAI | None = None) -> OpenAIChatModel:
+    """``client``: one shared by every run of the process (one connection pool); made here if None."""
     key = settings.openai_api_key
     return OpenAIChatModel(
         model,
         base_url=settings.openai_base_url,
         api_key=key.get_secret_value() if key is not None else None,
         timeout_seconds=settings.model_timeout_seconds,
+        client=client,
     )
 
 

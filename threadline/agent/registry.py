@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from threadline.agent.models import Model
 from threadline.agent.offline import scripted_model
-from threadline.agent.openai_chat import openai_model
+from threadline.agent.openai_chat import OpenAIChatModel, openai_model
 from threadline.config import Settings
 
 PROVIDERS = ("offline", "openai")
@@ -20,8 +20,22 @@ def check_model_name(name: str) -> str:
     return name
 
 
-def model_for(name: str, settings: Settings) -> Model:
-    provider, _, model = check_model_name(name).partition("/")
-    if provider == "offline":
-        return scripted_model(model)
-    return openai_model(model, settings)
+class Models:
+    """The models of one process's runs. Every ``openai/…`` model shares one client, so runs reuse its
+    connections instead of each opening (and leaking) a pool of its own."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._openai: OpenAIChatModel | None = None
+
+    def get(self, name: str) -> Model:
+        provider, _, model = check_model_name(name).partition("/")
+        if provider == "offline":
+            return scripted_model(model)
+        if self._openai is None:
+            self._openai = openai_model(model, self._settings)  # owns the shared client
+        return openai_model(model, self._settings, client=self._openai.client)
+
+    async def aclose(self) -> None:
+        if self._openai is not None:
+            await self._openai.aclose()

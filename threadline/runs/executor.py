@@ -26,7 +26,7 @@ import sqlalchemy as sa
 
 from threadline.agent.loop import DEFAULT_INSTRUCTIONS, run_agent
 from threadline.agent.models import ChatMessage, ModelError
-from threadline.agent.registry import model_for
+from threadline.agent.registry import Models
 from threadline.agent.tools import ToolContext
 from threadline.config import Settings
 from threadline.kit.clock import utcnow
@@ -36,7 +36,7 @@ from threadline.messages.tables import messages
 from threadline.runs import events, repository, service
 from threadline.runs.events import RUN_EVENTS
 from threadline.runs.recorder import RunAborted, RunRecorder
-from threadline.runs.repository import Run
+from threadline.runs.repository import Run, Status
 from threadline.runs.service import RUN_CANCELLED, RUNS_QUEUED
 from threadline.runs.tables import runs
 from threadline.search.backend import SearchBackend
@@ -63,6 +63,7 @@ class RunExecutor:
         self._signals = signals
         self._search = search
         self._settings = settings
+        self._models = Models(settings)
         self._execute = execute
         self.owner = f"{socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(4)}"
         self._lease = timedelta(seconds=settings.run_lease_seconds)
@@ -101,6 +102,7 @@ class RunExecutor:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=_STOP_SECONDS)
+        await self._models.aclose()
 
     async def _loop(self) -> None:
         next_renewal = next_reap = 0.0
@@ -185,9 +187,9 @@ class RunExecutor:
             owner=self.owner,
             event_count=run.event_count,
         )
-        outcome: tuple[str, tuple[str, str] | None] | None = ("completed", None)
+        outcome: _Outcome = ("completed", None)
         try:
-            model = model_for(run.model, self._settings)
+            model = self._models.get(run.model)
             history = await self._history(run)
             await run_agent(model, ToolContext(self._db, self._search, recorder), history)
             await recorder.flush()
@@ -209,7 +211,7 @@ class RunExecutor:
                 self._wake.set()
 
     async def _finish(
-        self, run: Run, recorder: RunRecorder, outcome: tuple[str, tuple[str, str] | None] | None
+        self, run: Run, recorder: RunRecorder, outcome: _Outcome
     ) -> None:
         if outcome is not None:
             with contextlib.suppress(Exception):
@@ -220,7 +222,7 @@ class RunExecutor:
         status, error = outcome
         try:
             async with self._db.transaction() as conn:
-                await service.end_run(conn, self._signals, run.id, status, error, owner=self.owner)  # type: ignore[arg-type]
+                await service.end_run(conn, self._signals, run.id, status, error, owner=self.owner)
         except Exception:  # its lease will lapse and the reaper will end it
             log.exception("could not record the end of run %s", run.id)
 
@@ -231,6 +233,8 @@ class RunExecutor:
         return [ChatMessage("system", instructions), *recent]
 
 
+# How a run's execution ended: its status and error, or None when it already ended elsewhere.
+_Outcome = tuple[Status, tuple[str, str] | None] | None
 _STOPPED = ("EXECUTOR_STOPPED", "The process executing the run shut down before the run ended.")
 
 
