@@ -137,6 +137,46 @@ def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 20
                     process.wait()
 
 
+@dataclass
+class WorkerProcess:
+    process: subprocess.Popen[bytes]
+    log: Callable[[], str]
+
+
+@contextmanager
+def running_worker(env: dict[str, str], startup_timeout: float = 20) -> Iterator[WorkerProcess]:
+    """``threadline worker``, waited for until it says it executes runs; stopped with SIGTERM."""
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "threadline", "worker"],
+            env={**env, "PYTHONFAULTHANDLER": "1"},
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+
+        def log() -> str:
+            output.seek(0)
+            return output.read().decode(errors="replace")
+
+        try:
+            deadline = time.monotonic() + startup_timeout
+            while "executing runs" not in log():
+                if process.poll() is not None:
+                    raise AssertionError(f"worker exited with {process.returncode}: {log()}")
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"worker did not start: {log()}")
+                time.sleep(0.05)
+            yield WorkerProcess(process, log)
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
 def init_database(env: dict[str, str]) -> dict[str, Any]:
     """``threadline init --json`` on the (empty) database of ``env``: the first organization and its keys."""
     created: dict[str, Any] = json.loads(threadline("init", "--json", env=env).stdout)
@@ -188,5 +228,6 @@ __all__ = [
     "init_database",
     "make_tenant",
     "running_server",
+    "running_worker",
     "threadline",
 ]

@@ -69,7 +69,8 @@ async def test_a_run_with_tool_calls_reasoning_and_usage(settings: Settings) -> 
             "run_started",
             "tool_call_start", "tool_call_complete",
             "tool_call_start", "artifact", "tool_call_complete",
-            "message_started", "reasoning_chunk", "reasoning_chunk", "text_chunk", "text_chunk", "text_complete",
+            "message_started", "reasoning_chunk", "reasoning_chunk",
+            "text_chunk", "text_chunk", "text_complete",
             "run_completed", DONE,
         ]  # fmt: skip
         assert events[0]["model"] == "openai/gpt-test"

@@ -124,7 +124,7 @@ class RunExecutor:
             except Exception:  # the database is away: keep the loop alive, try again shortly
                 log.warning("run executor could not reach the database; retrying", exc_info=True)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_POLL_SECONDS):
+                async with asyncio.timeout(min(_POLL_SECONDS, renew_every)):
                     await self._wake.wait()
 
     async def _claim_all(self) -> None:

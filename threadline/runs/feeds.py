@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from threadline.kit.db import Database
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING
-from threadline.runs import events
+from threadline.runs import events, repository
 from threadline.runs.events import RUN_COMPLETED, RUN_EVENTS
 
 log = logging.getLogger(__name__)
@@ -149,5 +149,11 @@ class RunFeeds:
         feed.stale.clear()
         async with self._db.transaction(write=False) as conn:
             found = await events.after(conn, feed.organization_id, feed.run_id, len(feed.frames))
+            # Deleted with its thread while streamed: nothing more will come, so the streams end.
+            gone = not found and await repository.get(conn, feed.organization_id, feed.run_id) is None
         feed.heard_at = time.monotonic()
         feed.extend([(event.seq, event.type, event.data) for event in found])
+        if gone:
+            feed.done = True
+            feed.changed.set()
+            feed.changed.clear()
