@@ -103,14 +103,20 @@ async def after(conn: Conn, organization_id: str, run_id: str, seq: int) -> list
 
 
 def announcement(organization_id: str, run_id: str, events: Sequence[Event]) -> str:
-    return json.dumps(
+    """``<runId>\n<json>``: a process reads the run id and parses the rest only if it streams that run
+    (every process receives every run's announcements)."""
+    body = json.dumps(
         {
             "organizationId": organization_id,
-            "runId": run_id,
             "events": [[event.seq, event.type, event.data] for event in events],
         },
         separators=(",", ":"),
     )
+    return f"{run_id}\n{body}"
+
+
+def announced_run(payload: str) -> str:
+    return payload.partition("\n")[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +127,10 @@ class Announced:
 
 
 def parse_announcement(payload: str) -> Announced | None:
+    run_id, _, raw = payload.partition("\n")
     try:
-        body = json.loads(payload)
+        body = json.loads(raw)
         events = [(int(seq), str(type_), str(data)) for seq, type_, data in body["events"]]
-        return Announced(str(body["organizationId"]), str(body["runId"]), events)
+        return Announced(str(body["organizationId"]), run_id, events)
     except (ValueError, TypeError, KeyError):
         return None

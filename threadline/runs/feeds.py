@@ -68,14 +68,18 @@ class RunFeeds:
 
     def _on_signal(self, topic: str, payload: str) -> None:
         if topic == RUN_EVENTS:
+            feed = self._feeds.get(events.announced_run(payload))
+            if feed is None:
+                return
             announced = events.parse_announcement(payload)
-            feed = self._feeds.get(announced.run_id) if announced else None
-            if feed is not None and announced is not None:
-                feed.heard_at = time.monotonic()
-                if feed.loaded.is_set():
-                    feed.extend(announced.events)
-                else:
-                    feed.stale.set()  # re-read once loaded: the load may predate these events
+            if announced is None or announced.organization_id != feed.organization_id:
+                log.warning("ignored a malformed run announcement")
+                return
+            feed.heard_at = time.monotonic()
+            if feed.loaded.is_set():
+                feed.extend(announced.events)
+            else:
+                feed.stale.set()  # re-read once loaded: the load may predate these events
         elif topic == RESET:
             for feed in self._feeds.values():
                 feed.stale.set()
