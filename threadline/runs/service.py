@@ -63,7 +63,10 @@ async def create_run(
         )
     if strategy == "interrupt":
         for run in active:
-            await _end(conn, signals, run, "cancelled", None)
+            # Locked and read again: its executor may have committed events since the read above.
+            locked = await repository.get_any(conn, run.id, for_update=True)
+            if locked is not None and locked.is_active:
+                await _end(conn, signals, locked, "cancelled", None)
     now = utcnow()
     run = Run(
         id=new_id("run"),
