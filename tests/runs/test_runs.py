@@ -252,3 +252,33 @@ class TestCancel:
         assert_error(response, 409, "CONFLICT", operation_id="runs.cancel", reason="RUN_ENDED")
         response = await client.post(f"/v1/runs/{run['id']}/cancel", headers=tenant.public)
         assert_error(response, 403, "FORBIDDEN", operation_id="runs.cancel", reason="PUBLIC_KEY_NOT_ALLOWED")
+
+
+class TestRaces:
+    async def test_cancels_racing_the_executor_leave_consistent_streams(
+        self, client: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        """Cancels and interrupts at every moment of a run's life: each stream is numbered without gaps and
+        ends with exactly one run_completed, agreeing with the run's final status."""
+
+        async def one(i: int) -> tuple[str, str]:
+            thread = await make_thread(client, tenant)
+            run = await start_run(client, tenant, thread, input="#notools #chunks=30 #delay=1")
+            await asyncio.sleep((i % 8) * 0.004)
+            if i % 3 == 0:
+                await start_run(client, tenant, thread, input="#notools", multitaskStrategy="interrupt")
+            else:
+                await client.post(f"/v1/runs/{run['id']}/cancel", headers=tenant.secret)
+            return thread, run["id"]
+
+        for thread, run_id in await asyncio.gather(*(one(i) for i in range(24))):
+            events = await read_stream(client, tenant, f"/v1/runs/{run_id}/stream")
+            assert events[-1] == DONE
+            assert [e["cursor"] for e in events[:-1]] == [f"{run_id}.{n}" for n in range(1, len(events))]
+            assert types(events).count("run_completed") == 1
+            final = await wait_for_status(client, tenant, run_id, "completed", "cancelled")
+            assert events[-2]["status"] == final["status"]
+            await wait_for_status(
+                client, tenant, (await thread_of(client, tenant, thread))["activeRunId"] or run_id,
+                "completed", "cancelled",
+            )  # fmt: skip
