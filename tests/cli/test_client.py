@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import pytest
 
 from tests.conftest import Backend
-from tests.support import Tenant, running_server, threadline
+from tests.support import ServerProcess, Tenant, running_server, threadline
 from threadline.client import Threadline
 from threadline.config import Settings
 
@@ -115,3 +119,173 @@ def test_sdk_tail_resumes_from_a_cursor(backend: Backend, settings: Settings, te
             assert [r["message"] for r in everything] == ["a", "b", "c"]
             rest = list(client.logs.tail(cursor=everything[0]["cursor"], **window))
             assert [r["message"] for r in rest] == ["b", "c"]
+
+
+# A run that waits a minute before its first delta (the offline model's directives): to cancel or
+# interrupt while it writes nothing.
+QUIET = "#notools #delay=60000"
+
+
+def _serving(backend: Backend, settings: Settings) -> dict[str, str]:
+    """The server's environment: it executes runs itself in both shapes (no `threadline worker`)."""
+    return {**backend.env(settings), "THREADLINE_RUN_EXECUTION": "server"}
+
+
+def _client_env(
+    backend: Backend, settings: Settings, tenant: Tenant, server: ServerProcess
+) -> dict[str, str]:
+    return {
+        **backend.env(settings),
+        "THREADLINE_API_KEY": tenant.created.secret_value,
+        "THREADLINE_BASE_URL": f"{server.api_url}/v1",
+    }
+
+
+def test_runs_through_the_cli_and_the_sdk(
+    backend: Backend, settings: Settings, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One server for both (each start costs seconds)."""
+    monkeypatch.setattr("threadline.client._streams._BACKOFF_SECONDS", (0.01,))
+    with running_server(_serving(backend, settings)) as server:
+        env = _client_env(backend, settings, tenant, server)
+        url = f"{server.api_url}/v1"
+        with Threadline(tenant.created.secret_value, url) as client:
+            check_runs_commands(env, client)
+            check_sdk_run_stream_resumes_after_dropped_connections(client, tenant.created.secret_value, url)
+
+
+class _Commands:
+    """CLI processes started together (each is mostly interpreter start-up), awaited together."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.started: list[subprocess.Popen[str]] = []
+
+    def start(self, *args: str) -> None:
+        command = [sys.executable, "-m", "threadline", *args]
+        self.started.append(
+            subprocess.Popen(command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+
+    def results(self) -> list[subprocess.CompletedProcess[str]]:
+        done = []
+        for process in self.started:
+            stdout, stderr = process.communicate(timeout=60)
+            done.append(subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr))
+        self.started = []
+        return done
+
+
+def check_runs_commands(env: dict[str, str], client: Threadline) -> None:
+    """`runs create --stream` renders a live run and exits by its status; `--json` is one event a line;
+    `runs stream` replays a finished run exactly as it was shown live, or from a cursor; `show`, `cancel`
+    and the multitask strategies. Each case on a thread of its own, so that they run side by side."""
+    thread, other, failing, busy, cancelling = (client.threads.create()["id"] for _ in range(5))
+    assert list(client.threads.stream(thread)) == []  # no run yet: [DONE] at once
+    blocking, cancelled = client.runs.create(busy, input=QUIET), client.runs.create(cancelling, input=QUIET)
+
+    commands = _Commands(env)
+    commands.start("runs", "create", thread, "--input", "Why did the checkout deploy fail?", "--stream")
+    commands.start("runs", "create", other, "--input", "#notools #chunks=3", "--stream", "--json")
+    commands.start("runs", "create", failing, "--input", "#fail", "--stream")
+    commands.start("runs", "create", busy, "--input", "again")
+    commands.start("runs", "cancel", cancelled["id"])
+    live, streamed, failed, refused, cancel = commands.results()
+
+    assert live.returncode == 0, live.stderr
+    lines = live.stdout.splitlines()
+    assert lines[0] == '→ search_messages({"query": "checkout"})'
+    assert re.match(r'← search_messages: \{"totalResults": \d+, ', lines[1])
+    assert '→ query_logs({"level": "error", "limit": 5})' in lines
+    assert "[artifact summary.md (text/markdown, " in live.stdout
+    assert lines[-2].endswith('You asked: "Why did the checkout deploy fail?"')
+    assert re.fullmatch(r"run completed \(in \d+ tokens / out \d+ tokens\)", lines[-1])
+    run_id = live.stderr.split()[0]
+    assert run_id.startswith("run_")
+    reasoning = live.stderr.splitlines()[1:]
+    assert reasoning and all(line.startswith("… ") for line in reasoning)
+
+    events = [json.loads(line) for line in streamed.stdout.splitlines()]
+    assert streamed.returncode == 0 and streamed.stderr == ""
+    assert [e["type"] for e in events][-3:] == ["text_chunk", "text_complete", "run_completed"]
+    assert events[-1]["status"] == "completed" and events[-2]["text"] == "word1 word2 word3."
+    assert [e["cursor"] for e in events] == [f"{events[0]['runId']}.{i}" for i in range(1, len(events) + 1)]
+
+    assert failed.returncode == 1
+    assert "error MODEL_ERROR: The scripted model was asked to fail (#fail)." in failed.stderr
+    assert failed.stdout.splitlines()[-1].startswith("run failed (")
+
+    assert refused.returncode == 1 and "RUN_ACTIVE" in refused.stderr
+    assert cancel.returncode == 0 and cancel.stdout.startswith(f"{cancelled['id']}  cancelled")
+
+    commands.start("runs", "stream", run_id)
+    commands.start("runs", "stream", run_id, "--cursor", f"{run_id}.3", "--json")
+    commands.start("runs", "show", run_id, "--json")
+    commands.start("runs", "stream", cancelled["id"])
+    commands.start(
+        "runs", "create", busy, "--input", "#notools #chunks=2", "--strategy", "interrupt", "--stream"
+    )
+    replay, rest, show, ended, interrupting = commands.results()
+
+    assert (replay.returncode, replay.stdout, replay.stderr) == (0, live.stdout, "\n".join(reasoning) + "\n")
+    assert json.loads(rest.stdout.splitlines()[0])["cursor"] == f"{run_id}.4"
+    shown = json.loads(show.stdout)
+    assert shown["run"]["status"] == "completed" and shown["run"]["threadId"] == thread
+    assert [a["name"] for a in shown["artifacts"]] == ["summary.md"]
+    assert ended.returncode == 1 and ended.stdout.splitlines()[-1].startswith("run cancelled (")
+    assert interrupting.returncode == 0 and "word1 word2." in interrupting.stdout
+    assert [r["status"] for r in client.runs.iterate(busy)] == ["completed", "cancelled"]
+    assert client.runs.get(blocking["id"])["status"] == "cancelled"
+
+
+class _Cut(httpx.SyncByteStream):
+    """A response body that breaks (like a dropped connection) after ``budget`` bytes."""
+
+    def __init__(self, inner: httpx.SyncByteStream, budget: int) -> None:
+        self.inner, self.budget = inner, budget
+
+    def __iter__(self) -> Iterator[bytes]:
+        sent = 0
+        for chunk in self.inner:
+            if sent + len(chunk) >= self.budget:
+                yield chunk[: self.budget - sent]
+                raise httpx.ReadError("connection dropped (test)")
+            sent += len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _Dropping(httpx.HTTPTransport):
+    """Every stream's connection breaks after a few hundred bytes, most often inside a frame."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.budgets = itertools.cycle([137, 611, 95, 880, 333, 1500])
+        self.cursors: list[str | None] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if request.url.path.endswith("/stream"):
+            self.cursors.append(request.url.params.get("cursor"))
+            assert isinstance(response.stream, httpx.SyncByteStream)
+            response.stream = _Cut(response.stream, next(self.budgets))
+        return response
+
+
+def check_sdk_run_stream_resumes_after_dropped_connections(client: Threadline, key: str, url: str) -> None:
+    """A live run read through connections that keep breaking, inside frames too, gives every event once,
+    in order: the same events as a clean replay (and as the thread's stream)."""
+    transport = _Dropping()
+    with Threadline(key, url, transport=transport) as dropping:
+        thread = client.threads.create()["id"]
+        run = client.runs.create(thread, input="#notools #chunks=20 #delay=5")
+        events = list(dropping.runs.stream(run["id"]))
+        replay = list(client.runs.stream(run["id"]))
+        assert events == replay
+        assert [e["cursor"] for e in events] == [f"{run['id']}.{i}" for i in range(1, len(events) + 1)]
+        assert events[-1]["type"] == "run_completed" and events[-1]["status"] == "completed"
+        resumed = [cursor for cursor in transport.cursors if cursor is not None]
+        assert len(resumed) > 5 and set(resumed) <= {e["cursor"] for e in events}
+        assert list(client.threads.stream(thread)) == replay  # the thread's latest run

@@ -99,6 +99,8 @@ class TestOfflineModel:
         assert events[-2]["status"] == "failed"
         failed = await wait_for_status(client, tenant, run["id"], "failed")
         assert failed["error"]["code"] == "MODEL_ERROR"
+        assert failed["usage"]["outputTokens"] == 1  # what it used before failing is recorded
+        assert events[-2]["usage"] == failed["usage"]
 
 
 class TestResume:

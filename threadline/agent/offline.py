@@ -109,6 +109,7 @@ class ScriptedModel:
                 produced += 1
                 yield ReasoningDelta(text)
                 if directives.fail:
+                    yield Usage(sum(_words(m.content) + 1 for m in messages), produced)
                     raise ModelError("MODEL_ERROR", "The scripted model was asked to fail (#fail).")
             keyword = max(_WORD.findall(prompt), key=len, default="help")
             yield ToolCallReady(ToolCall("call_search", "search_messages", json.dumps({"query": keyword})))
@@ -131,6 +132,7 @@ class ScriptedModel:
             yield ReasoningDelta("Answering the request. ")
             produced += 1
             if directives.fail:
+                yield Usage(sum(_words(m.content) + 1 for m in messages), produced)
                 raise ModelError("MODEL_ERROR", "The scripted model was asked to fail (#fail).")
             for text in _answer(prompt, found, directives.chunks, bool(calls)):
                 await pace()

@@ -5,6 +5,8 @@ client = Threadline()                      # THREADLINE_API_KEY, THREADLINE_BASE
 me = client.me()
 key = client.keys.create(name="ci", type="secret")
 for k in client.keys.iterate(): ...
+run = client.runs.create(thread_id, input="Why did the deploy fail?")
+for event in client.runs.stream(run["id"]): ...   # until run_completed; resumes after a dropped connection
 """
 
 from threadline.client._client import Page, Threadline

@@ -58,6 +58,8 @@ class Threadline:
         self.search = Search(self)
         self.settings = SettingsResource(self)
         self.logs = Logs(self)
+        self.runs = Runs(self)
+        self.artifacts = Artifacts(self)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         idempotent = method.upper() in _IDEMPOTENT
@@ -116,9 +118,9 @@ class _Resource:
     def __init__(self, client: Threadline) -> None:
         self._client = client
 
-    def _page(self, params: dict[str, Any]) -> Page:
+    def _page(self, params: dict[str, Any], path: str | None = None) -> Page:
         body = self._client.request(
-            "GET", self.path, params={k: v for k, v in params.items() if v is not None}
+            "GET", path or self.path, params={k: v for k, v in params.items() if v is not None}
         )
         return Page(data=body["data"], next_cursor=body["nextCursor"])
 
@@ -211,6 +213,11 @@ class Threads(_Resource):
         result: dict[str, Any] = self._client.request("DELETE", f"{self.path}/{thread_id}")
         return result
 
+    def stream(self, thread_id: str, cursor: str | None = None) -> Iterator[dict[str, Any]]:
+        """The events of the thread's active run (else a replay of its latest run) until that run's
+        ``[DONE]``; nothing when the thread has no run. A ``cursor`` resumes the run it came from."""
+        return self._client.stream(f"{self.path}/{thread_id}/stream", {}, cursor)
+
 
 class Messages(_Resource):
     def create(
@@ -292,3 +299,74 @@ class Logs(_Resource):
     def tail(self, *, cursor: str | None = None, **filters: Any) -> Iterator[dict[str, Any]]:
         """Records as they arrive (each with its ``cursor``), forever or until ``until`` has passed."""
         return self._client.stream("/logs/stream", self._filters(**filters), cursor)
+
+
+class Runs(_Resource):
+    """Agent runs. A run's events (``stream``) end with ``run_completed {status, usage}``; the stream
+    resumes by itself after a dropped connection, without losing or repeating an event."""
+
+    path = "/runs"
+
+    def create(
+        self,
+        thread_id: str,
+        *,
+        input: str | None = None,
+        model: str | None = None,
+        instructions: str | None = None,
+        metadata: dict[str, str] | None = None,
+        multitask_strategy: str | None = None,
+    ) -> dict[str, Any]:
+        """Queues a run on the thread (``input``, when given, is appended as a user message first).
+        ``multitask_strategy``: ``reject`` (the default: ``ConflictError`` RUN_ACTIVE while the thread has
+        an active run), ``enqueue`` or ``interrupt``."""
+        fields = {
+            "input": input,
+            "model": model,
+            "instructions": instructions,
+            "metadata": metadata,
+            "multitaskStrategy": multitask_strategy,
+        }
+        body = {name: value for name, value in fields.items() if value is not None}
+        result: dict[str, Any] = self._client.request("POST", f"/threads/{thread_id}/runs", json=body)
+        return result
+
+    def list(self, thread_id: str, *, limit: int | None = None, cursor: str | None = None) -> Page:
+        """The thread's runs, newest first."""
+        return self._page({"limit": limit, "cursor": cursor}, f"/threads/{thread_id}/runs")
+
+    def iterate(self, thread_id: str) -> Iterator[dict[str, Any]]:
+        return self._iterate(lambda cursor: self.list(thread_id, limit=100, cursor=cursor))
+
+    def get(self, run_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("GET", f"{self.path}/{run_id}")
+        return result
+
+    def cancel(self, run_id: str) -> dict[str, Any]:
+        """Ends a queued or running run at once (``ConflictError`` RUN_ENDED when it has ended)."""
+        result: dict[str, Any] = self._client.request("POST", f"{self.path}/{run_id}/cancel")
+        return result
+
+    def stream(self, run_id: str, *, cursor: str | None = None) -> Iterator[dict[str, Any]]:
+        """The run's events (a finished run's replayed), each with its ``cursor``, until ``[DONE]``;
+        with ``cursor``, strictly after that event."""
+        return self._client.stream(f"{self.path}/{run_id}/stream", {}, cursor)
+
+    def artifacts(self, run_id: str, *, limit: int | None = None, cursor: str | None = None) -> Page:
+        """The run's artifacts, oldest first (``client.artifacts.iterate(run_id)`` for all of them)."""
+        return self._client.artifacts.list(run_id, limit=limit, cursor=cursor)
+
+
+class Artifacts(_Resource):
+    path = "/artifacts"
+
+    def list(self, run_id: str, *, limit: int | None = None, cursor: str | None = None) -> Page:
+        """The run's artifacts, oldest first."""
+        return self._page({"limit": limit, "cursor": cursor}, f"/runs/{run_id}/artifacts")
+
+    def iterate(self, run_id: str) -> Iterator[dict[str, Any]]:
+        return self._iterate(lambda cursor: self.list(run_id, limit=100, cursor=cursor))
+
+    def get(self, artifact_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("GET", f"{self.path}/{artifact_id}")
+        return result

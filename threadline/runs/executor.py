@@ -210,9 +210,7 @@ class RunExecutor:
                 self._running.pop(run.id, None)
                 self._wake.set()
 
-    async def _finish(
-        self, run: Run, recorder: RunRecorder, outcome: _Outcome
-    ) -> None:
+    async def _finish(self, run: Run, recorder: RunRecorder, outcome: _Outcome) -> None:
         if outcome is not None:
             with contextlib.suppress(Exception):
                 await recorder.flush()  # what the agent emitted before the end goes first
