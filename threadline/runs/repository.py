@@ -170,21 +170,36 @@ async def set_status(
     await conn.execute(runs.update().where(runs.c.id == run_id).values(**values))
 
 
+# Built once: the hot statement of an executing run (one per burst of events), bound per call.
+_ADVANCE = (
+    runs.update()
+    .where(
+        runs.c.id == sa.bindparam("run_id"),
+        runs.c.status == "running",
+        runs.c.lease_owner == sa.bindparam("owner"),
+    )
+    .values(
+        event_count=runs.c.event_count + sa.bindparam("count", type_=sa.Integer),
+        input_tokens=runs.c.input_tokens + sa.bindparam("input_tokens", type_=sa.Integer),
+        output_tokens=runs.c.output_tokens + sa.bindparam("output_tokens", type_=sa.Integer),
+    )
+    .returning(runs.c.event_count)
+)
+
+
 async def advance(
     conn: Conn, run_id: str, owner: str, count: int, input_tokens: int, output_tokens: int
 ) -> int | None:
     """Reserve ``count`` event numbers (and add usage) while ``owner`` still holds the running run; the
     new ``event_count``, or None once the run was cancelled or its lease taken over."""
-    result = await conn.execute(
-        runs.update()
-        .where(runs.c.id == run_id, runs.c.status == "running", runs.c.lease_owner == owner)
-        .values(
-            event_count=runs.c.event_count + count,
-            input_tokens=runs.c.input_tokens + input_tokens,
-            output_tokens=runs.c.output_tokens + output_tokens,
-        )
-        .returning(runs.c.event_count)
-    )
+    parameters = {
+        "run_id": run_id,
+        "owner": owner,
+        "count": count,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+    }
+    result = await conn.execute(_ADVANCE, parameters)
     return result.scalar_one_or_none()
 
 
