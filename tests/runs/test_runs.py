@@ -137,6 +137,11 @@ class TestCreate:
         done_second = await wait_for_status(client, tenant, second["id"], "completed")
         done_third = await wait_for_status(client, tenant, third["id"], "completed")
         assert done_second["endedAt"] <= done_third["startedAt"]  # one at a time, in order
+        # Each answers its own input, not the input of a run queued after it.
+        answer = (await read_stream(client, tenant, f"/v1/runs/{second['id']}/stream"))[-3]
+        assert (
+            answer["type"] == "text_complete" and '"next' in answer["text"] and "last" not in answer["text"]
+        )
         assert (await thread_of(client, tenant, thread))["activeRunId"] is None
 
     async def test_interrupt_cancels_the_active_runs_first(

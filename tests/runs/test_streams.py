@@ -78,6 +78,7 @@ class TestOfflineModel:
         assert completed["usage"] == (await wait_for_status(client, tenant, run["id"], "completed"))["usage"]
         # The answer is the thread's newest message, under the id its events carried.
         messages = (await client.get(f"/v1/threads/{thread}/messages", headers=tenant.secret)).json()["data"]
+        assert [m["role"] for m in messages] == ["user", "assistant"]  # turns that only reasoned leave none
         assert (messages[-1]["id"], messages[-1]["role"], messages[-1]["content"]) == (
             answer["messageId"],
             "assistant",

@@ -49,6 +49,7 @@ class TestUpdate:
         [
             {"defaultModel": "gpt-4"},
             {"defaultModel": "acme/model"},
+            {"defaultModel": "offline/unknown"},
             {"defaultModel": None},
             {"logRetentionDays": 0},
             {"logRetentionDays": 3651},

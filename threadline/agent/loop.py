@@ -89,9 +89,12 @@ async def _turn(
                 await recorder.emit("reasoning_chunk", {"messageId": message_id, "delta": delta.text})
     content = "".join(text)
     if started:
-        write = _write_message(
-            recorder.organization_id, recorder.thread_id, recorder.run_id, message_id, content
-        )
+        # A turn that only reasoned (before calling tools) leaves no message in the thread.
+        write = None
+        if content:
+            write = _write_message(
+                recorder.organization_id, recorder.thread_id, recorder.run_id, message_id, content
+            )
         await recorder.emit("text_complete", {"messageId": message_id, "text": content}, effect=write)
     return content, calls
 

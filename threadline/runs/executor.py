@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import secrets
 import socket
 import time
+from collections.abc import Coroutine
 from datetime import timedelta
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -34,8 +37,7 @@ from threadline.kit.db import Conn, Database
 from threadline.kit.signals import RESET, SignalBus
 from threadline.messages.tables import messages
 from threadline.runs import events, repository, service
-from threadline.runs.events import RUN_EVENTS
-from threadline.runs.recorder import RunAborted, RunRecorder
+from threadline.runs.recorder import RunAborted, RunRecorder, announce
 from threadline.runs.repository import Run, Status
 from threadline.runs.service import RUN_CANCELLED, RUNS_QUEUED
 from threadline.runs.tables import runs
@@ -134,16 +136,28 @@ class RunExecutor:
             if claimed is None:
                 return
             run, started = claimed
-            await self._signals.publish(
-                RUN_EVENTS, events.announcement(run.organization_id, run.id, [started])
-            )
-            self._running[run.id] = asyncio.create_task(self._execute_run(run), name=f"run-{run.id}")
+            task = asyncio.create_task(self._execute_run(run), name=f"run-{run.id}")
+            self._running[run.id] = task
+            task.add_done_callback(functools.partial(self._release, run.id))
+            await announce(self._signals, events.announcement(run.organization_id, run.id, [started]))
+
+    def _release(self, run_id: str, _task: object = None) -> None:
+        """A run's task is over, however it ended (even cancelled before its first step): its slot frees."""
+        self._running.pop(run_id, None)
+        self._cancelled.discard(run_id)
+        self._wake.set()
 
     async def _renew(self) -> None:
         async with self._db.transaction() as conn:
+            # Only the runs with a live task: a run held without one (its end could not be recorded) must
+            # lapse, so that the reaper ends it.
             result = await conn.execute(
                 runs.update()
-                .where(runs.c.lease_owner == self.owner, runs.c.status == "running")
+                .where(
+                    runs.c.id.in_(list(self._running)),
+                    runs.c.lease_owner == self.owner,
+                    runs.c.status == "running",
+                )
                 .values(lease_expires_at=utcnow() + self._lease)
                 .returning(runs.c.id)
             )
@@ -171,9 +185,7 @@ class RunExecutor:
                     expired_before=now,
                 )
             if run is not None:
-                log.warning(
-                    "run %s failed: its executor %s stopped renewing its lease", run_id, run.lease_owner
-                )
+                log.warning("run %s failed: its executor stopped renewing its lease", run_id)
                 ended += 1
         return ended
 
@@ -189,7 +201,10 @@ class RunExecutor:
         )
         outcome: _Outcome = ("completed", None)
         try:
-            model = self._models.get(run.model)
+            try:
+                model = self._models.get(run.model)
+            except ValueError as error:  # a setting that named a model no provider serves
+                raise ModelError("MODEL_ERROR", str(error)) from error
             history = await self._history(run)
             await run_agent(model, ToolContext(self._db, self._search, recorder), history)
             await recorder.flush()
@@ -203,12 +218,7 @@ class RunExecutor:
             log.exception("run %s failed unexpectedly", run.id)
             outcome = ("failed", ("INTERNAL_ERROR", "The run failed unexpectedly."))
         finally:
-            self._cancelled.discard(run.id)
-            try:
-                await self._finish(run, recorder, outcome)
-            finally:
-                self._running.pop(run.id, None)
-                self._wake.set()
+            await _uncancellable(self._finish(run, recorder, outcome))
 
     async def _finish(self, run: Run, recorder: RunRecorder, outcome: _Outcome) -> None:
         if outcome is not None:
@@ -231,6 +241,15 @@ class RunExecutor:
         return [ChatMessage("system", instructions), *recent]
 
 
+async def _uncancellable(ending: Coroutine[Any, Any, None]) -> None:
+    """Awaits ``ending`` to its end even if the caller is cancelled meanwhile (a shutdown while a run is
+    recording its end): abandoned halfway, the run would stay running until its lease lapsed."""
+    task = asyncio.ensure_future(ending)
+    while not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
+
+
 # How a run's execution ended: its status and error, or None when it already ended elsewhere.
 _Outcome = tuple[Status, tuple[str, str] | None] | None
 _STOPPED = ("EXECUTOR_STOPPED", "The process executing the run shut down before the run ended.")
@@ -243,6 +262,8 @@ async def _recent_messages(conn: Conn, run: Run) -> list[ChatMessage]:
             messages.c.thread_id == run.thread_id,
             messages.c.organization_id == run.organization_id,
             messages.c.role.in_(("user", "assistant", "system")),
+            # Not the input of runs queued after this one (ids are time-ordered): each answers its own.
+            sa.or_(messages.c.run_id.is_(None), messages.c.run_id <= run.id),
         )
         .order_by(messages.c.id.desc())
         .limit(HISTORY_MESSAGES)

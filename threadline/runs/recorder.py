@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,9 @@ from threadline.kit.db import Conn, Database
 from threadline.kit.signals import SignalBus
 from threadline.runs import events, repository
 from threadline.runs.events import RUN_EVENTS, Event
+from threadline.threads.repository import ThreadRepository
+
+log = logging.getLogger(__name__)
 
 Effect = Callable[[Conn], Awaitable[None]]
 
@@ -117,10 +121,14 @@ class RunRecorder:
 
     async def _commit(self, batch: list[_Pending], usage: Usage) -> None:
         async with self._db.transaction() as conn:
-            # Side effects first: they lock the thread's row before the run's (runs.service's lock order).
-            for pending in batch:
-                if pending.effect is not None:
-                    await pending.effect(conn)
+            # Side effects first, after locking the thread's row: runs.service's lock order is the thread,
+            # then the run (an artifact's foreign keys would otherwise share-lock the run, then wait for the
+            # thread, while a cancel holds the thread and waits for the run).
+            effects = [pending.effect for pending in batch if pending.effect is not None]
+            if effects:
+                await ThreadRepository(conn, self.organization_id).get(self.thread_id, for_update=True)
+            for effect in effects:
+                await effect(conn)
             last = await repository.advance(
                 conn, self.run_id, self._owner, len(batch), usage.input_tokens, usage.output_tokens
             )
@@ -135,6 +143,13 @@ class RunRecorder:
             await events.insert(conn, self.organization_id, self.run_id, made)
         self.event_count = last
         if made:
-            await self._signals.publish(
-                RUN_EVENTS, events.announcement(self.organization_id, self.run_id, made)
-            )
+            await announce(self._signals, events.announcement(self.organization_id, self.run_id, made))
+
+
+async def announce(signals: SignalBus, announcement: str) -> None:
+    """After a commit: a lost announcement delays streams by their one-second re-read, so a failure to
+    publish (Redis away) is logged, never allowed to fail the run whose events are already committed."""
+    try:
+        await signals.publish(RUN_EVENTS, announcement)
+    except Exception:
+        log.warning("could not announce run events; streams will read them from the database", exc_info=True)

@@ -205,7 +205,8 @@ async def advance(
 
 async def claim_next(conn: Conn, owner: str, now: datetime, lease_until: datetime) -> Run | None:
     """The oldest queued run whose thread has no running run and no older queued run, marked as held by
-    ``owner``. On PostgreSQL concurrent claimers skip each other's candidates (``SKIP LOCKED``)."""
+    ``owner``, with one event number taken (its ``run_started``). On PostgreSQL concurrent claimers skip
+    each other's candidates (``SKIP LOCKED``)."""
     other = runs.alias("other")
     blocked = (
         sa.select(other.c.id)
@@ -225,10 +226,19 @@ async def claim_next(conn: Conn, owner: str, now: datetime, lease_until: datetim
     run_id = (await conn.execute(candidate)).scalar_one_or_none()
     if run_id is None:
         return None
+    # One UPDATE, numbering the run_started event too: on PostgreSQL a second UPDATE of a row this
+    # transaction already updated re-checks its foreign keys, share-locking the thread's row while holding
+    # the run's, the reverse of a cancel's order (measured: a deadlock with interrupt).
     await conn.execute(
         runs.update()
         .where(runs.c.id == run_id)
-        .values(status="running", started_at=now, lease_owner=owner, lease_expires_at=lease_until)
+        .values(
+            status="running",
+            started_at=now,
+            lease_owner=owner,
+            lease_expires_at=lease_until,
+            event_count=runs.c.event_count + 1,
+        )
     )
     return await get_any(conn, run_id)
 

@@ -2,17 +2,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
-from threadline.agent.registry import check_model_name
 from threadline.kit.metadata import Metadata
 from threadline.kit.schemas import RequestModel, ResponseModel, Timestamp
 from threadline.messages.schemas import MAX_CONTENT_BYTES, Content
 from threadline.runs.artifacts import Artifact
 from threadline.runs.repository import Run, Status
-from threadline.settings.schemas import MAX_INSTRUCTIONS_CHARS
-
-ModelName = Annotated[str, StringConstraints(max_length=200), AfterValidator(check_model_name)]
+from threadline.settings.schemas import MAX_INSTRUCTIONS_CHARS, ModelName
 
 
 class RunCreate(RequestModel):

@@ -136,7 +136,10 @@ async def end_run(
     unlocked = await repository.get_any(conn, run_id)
     if unlocked is None:
         return None
-    await _lock_thread(conn, unlocked.organization_id, unlocked.thread_id)
+    try:
+        await _lock_thread(conn, unlocked.organization_id, unlocked.thread_id)
+    except NotFound:  # deleted meanwhile, with its runs
+        return None
     run = await repository.get_any(conn, run_id, for_update=True)
     if run is None or run.status != "running":
         return None
@@ -189,7 +192,6 @@ async def claim(conn: Conn, owner: str, lease_until: datetime) -> tuple[Run, Eve
     run = await repository.claim_next(conn, owner, now, lease_until)
     if run is None:
         return None
-    started = _event(run, 1, "run_started", {"model": run.model}, now)
-    await repository.advance(conn, run.id, owner, 1, 0, 0)
+    started = _event(run, 0, "run_started", {"model": run.model}, now)  # numbered by the claim
     await events.insert(conn, run.organization_id, run.id, [started])
-    return replace(run, event_count=run.event_count + 1), started
+    return run, started

@@ -5,24 +5,14 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, StrictBool, StringConstraints
 
+from threadline.agent.registry import check_model_name
 from threadline.kit.schemas import RequestModel, ResponseModel
 from threadline.organizations.schemas import RateLimitOut
 
-MODEL_PROVIDERS = ("offline", "openai")
 MAX_INSTRUCTIONS_CHARS = 32_768
 MAX_ORIGINS = 50
 MAX_LOG_RETENTION_DAYS = 3650
-_MODEL = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*)/[A-Za-z0-9._:@/-]{1,160}$")
 _ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
-
-
-def _model(value: str) -> str:
-    match = _MODEL.match(value)
-    if match is None:
-        raise ValueError("a model is named provider/model, e.g. offline/scripted or openai/gpt-4o-mini")
-    if match["provider"] not in MODEL_PROVIDERS:
-        raise ValueError(f"unknown provider {match['provider']!r}; known: {', '.join(MODEL_PROVIDERS)}")
-    return value
 
 
 def _origins(value: list[str]) -> list[str]:
@@ -34,7 +24,8 @@ def _origins(value: list[str]) -> list[str]:
     return value
 
 
-ModelName = Annotated[str, StringConstraints(max_length=200), AfterValidator(_model)]
+# The names runs accept (one check for both: a setting naming a model no run could use is refused).
+ModelName = Annotated[str, StringConstraints(max_length=200), AfterValidator(check_model_name)]
 Origins = Annotated[list[str], AfterValidator(_origins)]
 
 
