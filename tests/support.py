@@ -87,24 +87,18 @@ def threadline(
 
 
 @contextmanager
-def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 20) -> Iterator[ServerProcess]:
-    """``threadline serve`` on free ports, waited for until both surfaces answer; stopped with SIGTERM.
+def _spawned(
+    args: list[str],
+    env: dict[str, str],
+    is_ready: Callable[[Callable[[], str]], bool],
+    startup_timeout: float,
+) -> Iterator[tuple[subprocess.Popen[bytes], Callable[[], str]]]:
+    """``threadline ARGS``, waited for until ``is_ready(log)``; stopped with SIGTERM (SIGKILL after 15 s).
 
-    Output goes to a file (a pipe nobody reads could fill and block the server) and is shown on failure."""
-    api_port, intake_port = free_port(), free_port()
+    Output goes to a file (a pipe nobody reads could fill and block the process) and is shown on failure."""
     with tempfile.TemporaryFile() as output:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "threadline",
-                "serve",
-                "--port",
-                str(api_port),
-                "--intake-port",
-                str(intake_port),
-                *extra,
-            ],
+            [sys.executable, "-m", "threadline", *args],
             env={**env, "PYTHONFAULTHANDLER": "1"},
             stdout=output,
             stderr=subprocess.STDOUT,
@@ -114,19 +108,15 @@ def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 20
             output.seek(0)
             return output.read().decode(errors="replace")
 
-        server = ServerProcess(
-            process, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{intake_port}", log
-        )
-
         try:
             deadline = time.monotonic() + startup_timeout
-            while not _answers(f"{server.api_url}/readyz") or not _answers(f"{server.intake_url}/readyz"):
+            while not is_ready(log):
                 if process.poll() is not None:
-                    raise AssertionError(f"server exited with {process.returncode}: {log()}")
+                    raise AssertionError(f"threadline {args[0]} exited with {process.returncode}: {log()}")
                 if time.monotonic() > deadline:
-                    raise AssertionError(f"server did not become ready: {log()}")
+                    raise AssertionError(f"threadline {args[0]} did not become ready: {log()}")
                 time.sleep(0.05)
-            yield server
+            yield process, log
         finally:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
@@ -135,6 +125,26 @@ def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 20
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
+
+
+@contextmanager
+def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 20) -> Iterator[ServerProcess]:
+    """``threadline serve`` on free ports, waited for until both surfaces answer."""
+    api_url, intake_url = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+    args = [
+        "serve",
+        "--port",
+        api_url.rsplit(":", 1)[1],
+        "--intake-port",
+        intake_url.rsplit(":", 1)[1],
+        *extra,
+    ]
+
+    def ready(_log: Callable[[], str]) -> bool:
+        return _answers(f"{api_url}/readyz") and _answers(f"{intake_url}/readyz")
+
+    with _spawned(args, env, ready, startup_timeout) as (process, log):
+        yield ServerProcess(process, api_url, intake_url, log)
 
 
 @dataclass
@@ -145,36 +155,9 @@ class WorkerProcess:
 
 @contextmanager
 def running_worker(env: dict[str, str], startup_timeout: float = 20) -> Iterator[WorkerProcess]:
-    """``threadline worker``, waited for until it says it executes runs; stopped with SIGTERM."""
-    with tempfile.TemporaryFile() as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "threadline", "worker"],
-            env={**env, "PYTHONFAULTHANDLER": "1"},
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-
-        def log() -> str:
-            output.seek(0)
-            return output.read().decode(errors="replace")
-
-        try:
-            deadline = time.monotonic() + startup_timeout
-            while "executing runs" not in log():
-                if process.poll() is not None:
-                    raise AssertionError(f"worker exited with {process.returncode}: {log()}")
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"worker did not start: {log()}")
-                time.sleep(0.05)
-            yield WorkerProcess(process, log)
-        finally:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+    """``threadline worker``, waited for until it says it executes runs."""
+    with _spawned(["worker"], env, lambda log: "executing runs" in log(), startup_timeout) as (process, log):
+        yield WorkerProcess(process, log)
 
 
 def init_database(env: dict[str, str]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from threadline.config import Settings
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
 from threadline.kit.signals import RESET, SignalBus
+from threadline.kit.waiting import wait_event
 from threadline.messages.tables import messages
 from threadline.runs import events, repository, service
 from threadline.runs.recorder import RunAborted, RunRecorder, announce
@@ -125,9 +126,7 @@ class RunExecutor:
                 raise
             except Exception:  # the database is away: keep the loop alive, try again shortly
                 log.warning("run executor could not reach the database; retrying", exc_info=True)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(min(_POLL_SECONDS, renew_every)):
-                    await self._wake.wait()
+            await wait_event(self._wake, min(_POLL_SECONDS, renew_every))
 
     async def _claim_all(self) -> None:
         while not self._stopping and len(self._running) < self._settings.max_concurrent_runs:

@@ -12,7 +12,6 @@ and quiet, so a lost announcement delays events by a second at most and never lo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -20,6 +19,7 @@ from collections.abc import AsyncIterator
 from threadline.kit.db import Database
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING
+from threadline.kit.waiting import wait_event
 from threadline.runs import events, repository
 from threadline.runs.events import RUN_COMPLETED, RUN_EVENTS
 
@@ -117,9 +117,7 @@ class RunFeeds:
                 if feed.done:
                     yield DONE
                     return
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(max(0.0, last_sent + HEARTBEAT_SECONDS - time.monotonic())):
-                        await feed.changed.wait()
+                await wait_event(feed.changed, max(0.0, last_sent + HEARTBEAT_SECONDS - time.monotonic()))
                 if time.monotonic() - last_sent >= HEARTBEAT_SECONDS:
                     last_sent = time.monotonic()
                     yield PING
@@ -137,9 +135,7 @@ class RunFeeds:
                 await self._read(feed)
                 feed.loaded.set()
                 while not feed.done:
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(_POLL_SECONDS):
-                            await feed.stale.wait()
+                    await wait_event(feed.stale, _POLL_SECONDS)
                     if feed.stale.is_set() or time.monotonic() - feed.heard_at >= _POLL_SECONDS:
                         await self._read(feed)
                 return

@@ -10,7 +10,6 @@ nothing is skipped, nothing sent twice, across reconnects too.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
@@ -21,6 +20,7 @@ from threadline.kit.db import Database
 from threadline.kit.pagination import encode_cursor
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING, frame, position
+from threadline.kit.waiting import wait_event
 from threadline.telemetry import repository
 from threadline.telemetry.repository import LogFilters
 from threadline.telemetry.writer import LOGS_APPENDED
@@ -83,8 +83,7 @@ class LogTails:
                 if filters.until is not None and utcnow() >= filters.until + _UNTIL_GRACE:
                     yield DONE  # nothing received before `until` can still arrive
                     return
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), _POLL_SECONDS)
+                await wait_event(woken, _POLL_SECONDS)
                 # By the clock, not by wake-ups: an organization busy with records this tail filters out
                 # wakes it constantly, and its connection must still see a heartbeat.
                 if time.monotonic() - last_sent >= HEARTBEAT_SECONDS:
