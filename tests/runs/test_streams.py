@@ -24,6 +24,7 @@ from tests.runs.helpers import (
 )
 from tests.support import Tenant, make_tenant
 from threadline.kit import sse
+from threadline.runs import events
 from threadline.runtime import Services
 
 COMMON = {"type", "cursor", "runId", "threadId", "createdAt"}
@@ -264,3 +265,25 @@ class TestLive:
         assert types(results[0])[-2:] == ["run_completed", DONE]
         assert services.run_feeds.followed_runs == 0  # the feed went with its last client
         assert json.dumps(results[0]).isascii()
+
+    async def test_heartbeat_while_the_first_read_fails(
+        self, client: httpx.AsyncClient, tenant: Tenant, services: Services, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The database away when a stream opens: pings flow until its events can be read."""
+        thread = await make_thread(client, tenant)
+        run = await start_run(client, tenant, thread, input="quick #notools")
+        await wait_for_status(client, tenant, run["id"], "completed")
+        real_after = events.after
+        failures = iter(range(3))
+
+        async def flaky_after(*args: Any) -> list[events.Event]:
+            if next(failures, None) is not None:
+                raise OSError("database away")
+            return await real_after(*args)
+
+        monkeypatch.setattr("threadline.runs.feeds.HEARTBEAT_SECONDS", 0.05)
+        monkeypatch.setattr("threadline.runs.feeds._POLL_SECONDS", 0.1)
+        monkeypatch.setattr("threadline.runs.feeds.events.after", flaky_after)
+        chunks = [chunk async for chunk in services.run_feeds.stream(tenant.org_id, run["id"], 0)]
+        assert chunks[0] == sse.PING
+        assert types(body_of(chunks))[-2:] == ["run_completed", DONE]

@@ -104,7 +104,12 @@ class RunFeeds:
             feed.task = asyncio.create_task(self._maintain(feed), name=f"feed-{run_id}")
         feed.clients += 1
         try:
-            await feed.loaded.wait()
+            # Heartbeats while the first read waits (the database may be away): the connection stays up
+            # and a client that left is noticed.
+            while not await wait_event(feed.loaded, HEARTBEAT_SECONDS):
+                if self.closed.is_set():
+                    return
+                yield PING
             position = after_seq
             last_sent = time.monotonic()
             while not self.closed.is_set():
