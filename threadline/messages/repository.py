@@ -72,6 +72,24 @@ class MessageRepository:
         row = (await self._conn.execute(query)).mappings().first()
         return from_row(row) if row else None
 
+    async def history(self, thread_id: str, *, up_to_run: str, limit: int) -> list[Message]:
+        """The thread's newest ``limit`` user, assistant and system messages, oldest first, as a run sees
+        them: not the inputs of runs queued after ``up_to_run`` (ids are time-ordered; each answers its
+        own)."""
+        query = (
+            sa.select(*_COLUMNS)
+            .where(
+                messages.c.thread_id == thread_id,
+                messages.c.organization_id == self._organization_id,
+                messages.c.role.in_(("user", "assistant", "system")),
+                sa.or_(messages.c.run_id.is_(None), messages.c.run_id <= up_to_run),
+            )
+            .order_by(messages.c.id.desc())
+            .limit(limit)
+        )
+        rows = (await self._conn.execute(query)).mappings().all()
+        return [from_row(row) for row in reversed(rows)]
+
     async def page(self, thread_id: str, params: CursorParams) -> tuple[Sequence[Message], str | None]:
         query = sa.select(*_COLUMNS).where(
             messages.c.thread_id == thread_id, messages.c.organization_id == self._organization_id

@@ -112,12 +112,9 @@ async def stream_run(
     resumes strictly after that event: nothing lost, nothing repeated."""
     organization_id = principal_of(request).organization_id
     run = await service.get_run(conn, organization_id, runId)
-    after = 0
-    position = resume_cursor(cursor, last_event_id)
-    if position:
-        run_id, after = parse_cursor(position)
-        if run_id != run.id:
-            raise BadRequest(f"The cursor belongs to another run than {run.id}.", reason="INVALID_CURSOR")
+    cursor_run, after = _resume_point(cursor, last_event_id)
+    if cursor_run not in (None, run.id):
+        raise BadRequest(f"The cursor belongs to another run than {run.id}.", reason="INVALID_CURSOR")
     return EventStreamResponse(services.run_feeds.stream(organization_id, run.id, after))
 
 
@@ -140,11 +137,9 @@ async def stream_thread(
     and ends with it; open it again for the next. A `cursor` resumes the run it came from."""
     organization_id = principal_of(request).organization_id
     thread = await get_thread(conn, organization_id, threadId)
-    after = 0
-    position = resume_cursor(cursor, last_event_id)
-    if position:
-        run_id, after = parse_cursor(position)
-        run = await repository.get(conn, organization_id, run_id)
+    cursor_run, after = _resume_point(cursor, last_event_id)
+    if cursor_run is not None:
+        run = await repository.get(conn, organization_id, cursor_run)
         if run is None or run.thread_id != thread.id:
             raise BadRequest(f"The cursor belongs to no run of thread {thread.id}.", reason="INVALID_CURSOR")
     elif thread.active_run_id is not None:
@@ -154,6 +149,13 @@ async def stream_thread(
     if run is None:
         return EventStreamResponse(_done())
     return EventStreamResponse(services.run_feeds.stream(organization_id, run.id, after))
+
+
+def _resume_point(cursor: str | None, last_event_id: str | None) -> tuple[str | None, int]:
+    """The run a stream resumes and the event it resumes after (``?cursor=`` wins over ``Last-Event-ID``);
+    no run and 0 without either."""
+    position = resume_cursor(cursor, last_event_id)
+    return parse_cursor(position) if position else (None, 0)
 
 
 async def _done() -> AsyncIterator[bytes]:

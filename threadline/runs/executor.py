@@ -25,8 +25,6 @@ from collections.abc import Coroutine
 from datetime import timedelta
 from typing import Any
 
-import sqlalchemy as sa
-
 from threadline.agent.loop import DEFAULT_INSTRUCTIONS, run_agent
 from threadline.agent.models import ChatMessage, ModelError
 from threadline.agent.registry import Models
@@ -36,12 +34,11 @@ from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.waiting import wait_event
-from threadline.messages.tables import messages
+from threadline.messages.repository import MessageRepository
 from threadline.runs import events, repository, service
 from threadline.runs.recorder import RunAborted, RunRecorder, announce
 from threadline.runs.repository import Run, Status
 from threadline.runs.service import RUN_CANCELLED, RUNS_QUEUED
-from threadline.runs.tables import runs
 from threadline.search.backend import SearchBackend
 
 log = logging.getLogger(__name__)
@@ -88,10 +85,6 @@ class RunExecutor:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="run-executor")
-
-    @property
-    def executing(self) -> int:
-        return len(self._running)
 
     async def aclose(self) -> None:
         """Stops claiming; runs still executing end ``failed`` (``EXECUTOR_STOPPED``), never left running."""
@@ -148,19 +141,7 @@ class RunExecutor:
 
     async def _renew(self) -> None:
         async with self._db.transaction() as conn:
-            # Only the runs with a live task: a run held without one (its end could not be recorded) must
-            # lapse, so that the reaper ends it.
-            result = await conn.execute(
-                runs.update()
-                .where(
-                    runs.c.id.in_(list(self._running)),
-                    runs.c.lease_owner == self.owner,
-                    runs.c.status == "running",
-                )
-                .values(lease_expires_at=utcnow() + self._lease)
-                .returning(runs.c.id)
-            )
-            held = set(result.scalars())
+            held = await repository.renew_leases(conn, self.owner, self._running, utcnow() + self._lease)
         for run_id, task in list(self._running.items()):
             if run_id not in held and not task.done():
                 log.info("run %s is no longer held by this executor; stopping it", run_id)
@@ -255,17 +236,7 @@ _STOPPED = ("EXECUTOR_STOPPED", "The process executing the run shut down before 
 
 
 async def _recent_messages(conn: Conn, run: Run) -> list[ChatMessage]:
-    query = (
-        sa.select(messages.c.role, messages.c.content)
-        .where(
-            messages.c.thread_id == run.thread_id,
-            messages.c.organization_id == run.organization_id,
-            messages.c.role.in_(("user", "assistant", "system")),
-            # Not the input of runs queued after this one (ids are time-ordered): each answers its own.
-            sa.or_(messages.c.run_id.is_(None), messages.c.run_id <= run.id),
-        )
-        .order_by(messages.c.id.desc())
-        .limit(HISTORY_MESSAGES)
+    recent = await MessageRepository(conn, run.organization_id).history(
+        run.thread_id, up_to_run=run.id, limit=HISTORY_MESSAGES
     )
-    rows = list(await conn.execute(query))
-    return [ChatMessage(row.role, row.content) for row in reversed(rows)]
+    return [ChatMessage(message.role, message.content) for message in recent]

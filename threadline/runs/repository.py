@@ -3,7 +3,7 @@ queries reach across organizations (it serves them all) and name runs by id."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -243,13 +243,16 @@ async def claim_next(conn: Conn, owner: str, now: datetime, lease_until: datetim
     return await get_any(conn, run_id)
 
 
-async def renew_lease(conn: Conn, run_id: str, owner: str, until: datetime) -> bool:
+async def renew_leases(conn: Conn, owner: str, run_ids: Collection[str], until: datetime) -> set[str]:
+    """Extends ``owner``'s leases on ``run_ids`` (the runs it has a live task for: a run held without one,
+    its end not recorded, must lapse so that the reaper ends it); the ids it still holds."""
     result = await conn.execute(
         runs.update()
-        .where(runs.c.id == run_id, runs.c.status == "running", runs.c.lease_owner == owner)
+        .where(runs.c.id.in_(list(run_ids)), runs.c.lease_owner == owner, runs.c.status == "running")
         .values(lease_expires_at=until)
+        .returning(runs.c.id)
     )
-    return result.rowcount == 1
+    return set(result.scalars())
 
 
 async def expired(conn: Conn, now: datetime, limit: int = 100) -> list[str]:
@@ -259,11 +262,6 @@ async def expired(conn: Conn, now: datetime, limit: int = 100) -> list[str]:
         .order_by(runs.c.id)
         .limit(limit)
     )
-    return list((await conn.execute(query)).scalars())
-
-
-async def held_by(conn: Conn, owner: str) -> list[str]:
-    query = sa.select(runs.c.id).where(runs.c.status == "running", runs.c.lease_owner == owner)
     return list((await conn.execute(query)).scalars())
 
 
