@@ -7,6 +7,8 @@ from fastapi.responses import Response
 
 from threadline import docs, health
 from threadline.assembly import assemble, mount_routes
+from threadline.automations.endpoints import router as automations_router
+from threadline.billing.endpoints import router as billing_router
 from threadline.config import Settings
 from threadline.contract import build_contract, render
 from threadline.keys.endpoints import router as keys_router
@@ -34,7 +36,9 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         messages_router,
         runs_router,
         settings_router,
+        automations_router,
         search_router,
+        billing_router,
         logs_router,
         health.router,
         docs.router,

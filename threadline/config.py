@@ -6,14 +6,28 @@ PostgreSQL, and ``redis_url`` switches rate limits and cross-process signals fro
 
 from __future__ import annotations
 
+from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_RATE_LIMIT_PER_MINUTE = 1000
+
+
+class ModelPrice(BaseModel):
+    """Credits per 1,000 tokens of a model (fractions allowed; a run's debit is rounded up to a credit)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: Decimal = Field(ge=0, le=1_000_000, description="Credits per 1,000 input tokens.")
+    output: Decimal = Field(ge=0, le=1_000_000, description="Credits per 1,000 output tokens.")
+
+
+# Models the table does not name cost this (the ``*`` entry, when the table has one, replaces it).
+DEFAULT_MODEL_PRICE = ModelPrice(input=Decimal(1), output=Decimal(1))
 
 
 class Settings(BaseSettings):
@@ -47,6 +61,14 @@ class Settings(BaseSettings):
     run_lease_seconds: float = Field(10.0, ge=0.5, le=300)
     # Runs one process executes at once (more wait, queued).
     max_concurrent_runs: int = Field(16, ge=1, le=1024)
+
+    # Billing: what a run's tokens cost, by model name (``openai/gpt-4o``), provider (``openai/*``) or ``*``;
+    # JSON in the environment: THREADLINE_MODEL_PRICES='{"openai/*": {"input": 2.5, "output": 10}}'.
+    model_prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    # Automations: how often the scheduler looks for due schedules (a schedule fires within this of its
+    # time, plus the firing's own transaction).
+    scheduler_interval_seconds: float = Field(1.0, gt=0, le=5)
 
     @field_validator("database_url", "redis_url", mode="before")
     @classmethod

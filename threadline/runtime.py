@@ -15,8 +15,12 @@ import sqlalchemy as sa
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from threadline.automations.scheduler import Scheduler
+from threadline.automations.triggers import LogTriggers
+from threadline.billing.prices import Prices
 from threadline.config import Settings
 from threadline.keys.auth import KeyAuthenticator
+from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
@@ -49,6 +53,10 @@ class Services:
     log_tails: LogTails
     run_feeds: RunFeeds
     executor: RunExecutor | None
+    clock: Clock
+    prices: Prices
+    log_triggers: LogTriggers
+    scheduler: Scheduler | None
 
     def close_streams(self) -> None:
         """Ends live tails and run streams (at shutdown): their clients resume elsewhere by cursor."""
@@ -84,14 +92,20 @@ def connect_redis(settings: Settings) -> Redis | None:
     return Redis.from_url(settings.redis_url.get_secret_value(), decode_responses=True)
 
 
-# What a process does with runs: "server" executes them when the configuration says the server does
-# (``Settings.executes_runs_in_server``) and otherwise only ends the runs of dead executors; "worker" always
-# executes them; "off" (the intake alone) neither.
+# What a process does with runs: "server" executes them (and fires scheduled automations) when the
+# configuration says the server does (``Settings.executes_runs_in_server``) and otherwise only ends the runs
+# of dead executors; "worker" always executes and schedules; "off" (the intake alone) neither. Every
+# process fires the log triggers of the records it ingests.
 RunRole = Literal["server", "worker", "off"]
 
 
 @asynccontextmanager
-async def open_services(settings: Settings, runs: RunRole = "server") -> AsyncIterator[Services]:
+async def open_services(
+    settings: Settings, runs: RunRole = "server", *, clock: Clock | None = None
+) -> AsyncIterator[Services]:
+    """``clock``: what automations read the time from (tests pass a ``ManualClock``)."""
+    clock = clock or Clock()
+    prices = Prices(settings.model_prices)
     db = Database(settings.resolved_database_url)
     redis = connect_redis(settings)
     limiter: RateLimiter
@@ -103,28 +117,51 @@ async def open_services(settings: Settings, runs: RunRole = "server") -> AsyncIt
         limiter = MemoryRateLimiter()
         signals = MemorySignalBus()
     authenticator = KeyAuthenticator(db, signals, settings)
-    logs = LogWriter(db, signals)
+    log_triggers = LogTriggers(db, signals, prices, clock)
+    logs = LogWriter(db, signals, log_triggers)
     log_tails = LogTails(signals)
     run_feeds = RunFeeds(db, signals)
     search = backend_for(db.dialect_name)
-    executor = None
+    executor = scheduler = None
     if runs != "off":
         execute = runs == "worker" or settings.executes_runs_in_server
-        executor = RunExecutor(db, signals, search, settings, execute=execute)
+        executor = RunExecutor(db, signals, search, settings, prices, execute=execute)
+        if execute:
+            scheduler = Scheduler(db, signals, prices, clock, interval=settings.scheduler_interval_seconds)
     services = Services(
-        settings, db, redis, limiter, signals, authenticator, search, logs, log_tails, run_feeds, executor
+        settings,
+        db,
+        redis,
+        limiter,
+        signals,
+        authenticator,
+        search,
+        logs,
+        log_tails,
+        run_feeds,
+        executor,
+        clock,
+        prices,
+        log_triggers,
+        scheduler,
     )
     try:
         await signals.start()
         authenticator.start()
+        await log_triggers.start()
         if executor is not None:
             executor.start()
+        if scheduler is not None:
+            scheduler.start()
         yield services
     finally:
+        if scheduler is not None:
+            await scheduler.aclose()
         if executor is not None:
             await executor.aclose()
         services.close_streams()
         await logs.aclose()
+        await log_triggers.aclose()
         await authenticator.aclose()
         await signals.aclose()
         await limiter.aclose()

@@ -60,6 +60,7 @@ async def create_run(
         instructions=body.instructions,
         input=body.input,
         metadata=body.metadata,
+        prices=services.prices,
         strategy=body.multitask_strategy,
     )
     return RunOut.of(run)
@@ -93,7 +94,9 @@ async def get_run(runId: str, request: Request, conn: ConnDep) -> RunOut:
 async def cancel_run(runId: str, request: Request, conn: ConnDep, services: ServicesDep) -> RunOut:
     """Ends a queued or running run at once: it is `cancelled` in the answer, its stream ends with
     `run_completed` (status `cancelled`) and `[DONE]`. A run that has ended is 409 `RUN_ENDED`."""
-    run = await service.cancel_run(conn, services.signals, principal_of(request).organization_id, runId)
+    run = await service.cancel_run(
+        conn, services.signals, services.prices, principal_of(request).organization_id, runId
+    )
     return RunOut.of(run)
 
 

@@ -29,6 +29,7 @@ from threadline.agent.loop import DEFAULT_INSTRUCTIONS, run_agent
 from threadline.agent.models import ChatMessage, ModelError
 from threadline.agent.registry import Models
 from threadline.agent.tools import ToolContext
+from threadline.billing.prices import Prices
 from threadline.config import Settings
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
@@ -56,10 +57,12 @@ class RunExecutor:
         signals: SignalBus,
         search: SearchBackend,
         settings: Settings,
+        prices: Prices,
         *,
         execute: bool,
     ) -> None:
         self._db = db
+        self._prices = prices
         self._signals = signals
         self._search = search
         self._settings = settings
@@ -159,6 +162,7 @@ class RunExecutor:
                 run = await service.end_run(
                     conn,
                     self._signals,
+                    self._prices,
                     run_id,
                     "failed",
                     ("EXECUTOR_LOST", "The process executing the run stopped before it ended."),
@@ -210,7 +214,9 @@ class RunExecutor:
         status, error = outcome
         try:
             async with self._db.transaction() as conn:
-                await service.end_run(conn, self._signals, run.id, status, error, owner=self.owner)
+                await service.end_run(
+                    conn, self._signals, self._prices, run.id, status, error, owner=self.owner
+                )
         except Exception:  # its lease will lapse and the reaper will end it
             log.exception("could not record the end of run %s", run.id)
 

@@ -2,8 +2,9 @@
 ends of a run, each a transaction that writes the run's status, its events and the thread's active run
 together, and announces the events after it commits.
 
-Lock order, everywhere: the thread's row, then the run's. Claiming a run touches only the run (the run it
-claims already is its thread's active run), so no two transactions wait on each other in a cycle.
+Lock order, everywhere: the thread's row, then the run's, then (a run's end charges its usage) the
+organization's billing account. Claiming a run touches only the run (the run it claims already is its
+thread's active run), so no two transactions wait on each other in a cycle.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
+from threadline.billing import ledger
+from threadline.billing.prices import Prices
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import Conflict, NotFound
@@ -50,10 +53,17 @@ async def create_run(
     instructions: str | None,
     input: str | None,
     metadata: dict[str, str],
+    prices: Prices,
     strategy: Strategy = "reject",
     automation_id: str | None = None,
 ) -> Run:
     await _lock_thread(conn, organization.id, thread_id)
+    if organization.billing_enforced and (await ledger.balance(conn, organization.id)).balance <= 0:
+        raise Conflict(
+            "The organization's credit balance is not positive and billingEnforced is on: an operator "
+            "grants credits with `threadline billing grant`.",
+            reason="INSUFFICIENT_CREDITS",
+        )
     active = await repository.active_of_thread(conn, organization.id, thread_id)
     if active and strategy == "reject":
         raise Conflict(
@@ -66,7 +76,7 @@ async def create_run(
             # Locked and read again: its executor may have committed events since the read above.
             locked = await repository.get_any(conn, run.id, for_update=True)
             if locked is not None and locked.is_active:
-                await _end(conn, signals, locked, "cancelled", None)
+                await _end(conn, signals, prices, locked, "cancelled", None)
     now = utcnow()
     run = Run(
         id=new_id("run"),
@@ -109,7 +119,9 @@ async def list_runs(
     return await repository.page_of_thread(conn, organization_id, thread_id, params)
 
 
-async def cancel_run(conn: Conn, signals: SignalBus, organization_id: str, run_id: str) -> Run:
+async def cancel_run(
+    conn: Conn, signals: SignalBus, prices: Prices, organization_id: str, run_id: str
+) -> Run:
     """Ends the run at once, whether queued or running: its ``run_completed`` event is written here, and
     the executing process, told by a signal, stops the model; it can write nothing after this commit."""
     run = await get_run(conn, organization_id, run_id)
@@ -118,12 +130,13 @@ async def cancel_run(conn: Conn, signals: SignalBus, organization_id: str, run_i
     assert locked is not None  # the thread's lock keeps its runs (deletion cascades through it)
     if not locked.is_active:
         raise Conflict(f"Run {run_id} has already ended ({locked.status}).", reason="RUN_ENDED")
-    return await _end(conn, signals, locked, "cancelled", None)
+    return await _end(conn, signals, prices, locked, "cancelled", None)
 
 
 async def end_run(
     conn: Conn,
     signals: SignalBus,
+    prices: Prices,
     run_id: str,
     status: Status,
     error: tuple[str, str] | None,
@@ -147,12 +160,19 @@ async def end_run(
         return None
     if expired_before is not None and not await repository.lease_lapsed(conn, run_id, expired_before):
         return None
-    return await _end(conn, signals, run, status, error)
+    return await _end(conn, signals, prices, run, status, error)
 
 
 async def _end(
-    conn: Conn, signals: SignalBus, run: Run, status: Status, error: tuple[str, str] | None
+    conn: Conn,
+    signals: SignalBus,
+    prices: Prices,
+    run: Run,
+    status: Status,
+    error: tuple[str, str] | None,
 ) -> Run:
+    """Every end of a run comes here, once (the callers hold the run's lock and saw it active): its last
+    events, its status, its thread's next active run and its one ledger debit commit together."""
     now = utcnow()
     made: list[Event] = []
     if error is not None:
@@ -162,6 +182,7 @@ async def _end(
     await events.insert(conn, run.organization_id, run.id, made)
     await repository.set_status(conn, run.id, status, at=now, error=error, events=len(made))
     await repository.refresh_active_run(conn, run.thread_id)
+    await _charge(conn, prices, run)
     announcement = events.announcement(run.organization_id, run.id, made)
 
     async def announce() -> None:
@@ -180,6 +201,17 @@ async def _end(
         error_message=error[1] if error else None,
         lease_owner=None,
     )
+
+
+async def _charge(conn: Conn, prices: Prices, run: Run) -> None:
+    """One debit for a run that used tokens (usage is final here: nothing is recorded after the end)."""
+    if run.input_tokens == 0 and run.output_tokens == 0:
+        return
+    amount = prices.charge(run.model, run.input_tokens, run.output_tokens)
+    description = (
+        f"Run {run.id} on {run.model}: {run.input_tokens} input and {run.output_tokens} output tokens."
+    )
+    await ledger.post(conn, run.organization_id, "debit", -amount, description, run_id=run.id)
 
 
 def _event(run: Run, offset: int, type_: str, payload: dict[str, Any], at: datetime) -> Event:

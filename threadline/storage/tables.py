@@ -1,5 +1,7 @@
 """Every domain's tables, imported in one place so migrations and tests see the whole schema."""
 
+from threadline.automations.tables import automations
+from threadline.billing.tables import billing_accounts, billing_transactions
 from threadline.keys.tables import api_keys
 from threadline.messages.tables import messages
 from threadline.organizations.tables import organizations
@@ -33,6 +35,9 @@ def is_declared(name: str | None, type_: str) -> bool:
 __all__ = [
     "api_keys",
     "artifacts",
+    "automations",
+    "billing_accounts",
+    "billing_transactions",
     "is_declared",
     "log_records",
     "log_sequence",

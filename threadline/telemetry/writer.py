@@ -8,7 +8,8 @@ after the commit, so an answered request is on disk, whatever happens to the pro
 
 A group that fails because of its data (a foreign key: a project deleted a moment ago; a value the
 database refuses) is retried request by request, so one request's data never fails the others. Every
-commit announces the organizations it wrote for, which wakes the live tails (``telemetry.tail``).
+commit announces the organizations it wrote for, which wakes the live tails (``telemetry.tail``), and hands
+the records a ``RecordWatch`` picked out (log-triggered automations) back to it with their ids.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 from pydantic_core import to_json
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
+from threadline.kit.clock import isoformat
 from threadline.kit.db import Database
 from threadline.kit.ids import id_time_ms, ids_after
 from threadline.kit.signals import SignalBus
@@ -46,6 +48,18 @@ _MAX_GROUP_ROWS = 20_000
 _TURN_SECONDS = 0.05
 
 
+class RecordWatch(Protocol):
+    """Something that wants to hear of certain records once they are committed."""
+
+    def match(self, rows: Sequence[Row]) -> list[tuple[Any, int]]:
+        """Before the commit, on the request's path (so: cheap): the rows wanted, as (tag, index)."""
+        ...
+
+    def committed(self, hits: list[tuple[Any, dict[str, Any]]]) -> None:
+        """After the commit: each tag with its record as the API shows it (id included)."""
+        ...
+
+
 @dataclass(slots=True)
 class _Waiter:
     """One request's records, already in the form the insert takes (see ``append``)."""
@@ -53,12 +67,15 @@ class _Waiter:
     rows: list[Any]
     organizations: frozenset[str]
     future: asyncio.Future[None]
+    # What the watch picked: (tag, the row as decoded, the same row as prepared for the insert).
+    watched: list[tuple[Any, Row, Any]]
 
 
 class LogWriter:
-    def __init__(self, db: Database, signals: SignalBus) -> None:
+    def __init__(self, db: Database, signals: SignalBus, watch: RecordWatch | None = None) -> None:
         self._db = db
         self._signals = signals
+        self._watch = watch
         self._pending: deque[_Waiter] = deque()  # appended on the loop, taken by the writing thread
         self._lock = threading.Lock()
         self._flusher: asyncio.Task[None] | None = None
@@ -74,8 +91,11 @@ class LogWriter:
         organizations = frozenset(row["organization_id"] for row in rows)
         # Prepared here, outside the write lock: only ids, the insert and the commit are serialized.
         prepared: list[Any] = _sqlite_parameters(rows) if self._sqlite else rows
+        watched = []
+        if self._watch is not None:
+            watched = [(tag, rows[index], prepared[index]) for tag, index in self._watch.match(rows)]
         with self._lock:
-            self._pending.append(_Waiter(prepared, organizations, future))
+            self._pending.append(_Waiter(prepared, organizations, future, watched))
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush(), name="threadline-log-writer")
         # A request that goes away cancels only its own wait: its rows are queued and are committed anyway.
@@ -132,9 +152,16 @@ class LogWriter:
         loop.call_soon_threadsafe(self._committed, group)
 
     def _committed(self, group: list[_Waiter]) -> None:
+        hits: list[tuple[Any, dict[str, Any]]] = []
         for waiter in group:
             if not waiter.future.done():
                 waiter.future.set_result(None)
+            hits.extend((tag, _record(row, prepared)) for tag, row, prepared in waiter.watched)
+        if hits and self._watch is not None:
+            try:
+                self._watch.committed(hits)
+            except Exception:  # the records are committed either way
+                log.exception("a record watch failed")
         announce = asyncio.create_task(self._announce(frozenset().union(*(w.organizations for w in group))))
         self._announcing.add(announce)
         announce.add_done_callback(self._announcing.discard)
@@ -240,6 +267,21 @@ def _sqlite_parameters(rows: list[Row]) -> list[list[Any]]:
 def _json_or_null(value: Any) -> str | None:
     # pydantic-core's encoder: several times faster than json.dumps, and any JSON reads back the same.
     return None if value is None else to_json(value).decode()
+
+
+def _record(row: Row, prepared: Any) -> dict[str, Any]:
+    """A committed log record as ``GET /logs`` shows it (the id is where ``append`` put it)."""
+    committed_id = prepared[_ID_SLOT] if isinstance(prepared, list) else prepared["id"]
+    return {
+        "id": committed_id,
+        "projectId": row["project_id"],
+        "level": row["level"],
+        "message": row["message"],
+        "timestamp": isoformat(row["timestamp"]),
+        "attributes": row["attributes"],
+        "traceId": row["trace_id"],
+        "spanId": row["span_id"],
+    }
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:

@@ -1,0 +1,127 @@
+"""Automations over HTTP."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from threadline.automations import service
+from threadline.automations.schemas import AutomationCreate, AutomationOut, AutomationUpdate
+from threadline.keys.auth import principal_of
+from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
+from threadline.kit.errors import BadRequest
+from threadline.kit.openapi import AUTHENTICATED, errors
+from threadline.kit.pagination import CursorPage
+from threadline.runs.schemas import RunOut
+
+router = APIRouter(prefix="/v1/automations", tags=["automations"])
+
+
+@router.get(
+    "",
+    operation_id="automations.list",
+    response_model=CursorPage[AutomationOut],
+    responses=errors(400, *AUTHENTICATED),
+)
+async def list_automations(request: Request, conn: ConnDep, page: CursorDep) -> CursorPage[AutomationOut]:
+    """The organization's automations, newest first."""
+    found, next_cursor = await service.list_automations(conn, principal_of(request).organization_id, page)
+    return CursorPage(data=[AutomationOut.of(a) for a in found], next_cursor=next_cursor)
+
+
+@router.post(
+    "",
+    operation_id="automations.create",
+    status_code=201,
+    response_model=AutomationOut,
+    responses=errors(400, 404, 413, *AUTHENTICATED),
+)
+async def create_automation(
+    body: AutomationCreate, request: Request, conn: ConnDep, services: ServicesDep
+) -> AutomationOut:
+    """A schedule (`{"type": "schedule", "cron", "timezone"}`) or a log trigger (`{"type": "log",
+    "projectId", "level", "contains", "cooldownSeconds"}`) that starts a run with `action.prompt`.
+    A project or thread it names must exist (404 naming the field)."""
+    automation = await service.create_automation(
+        conn,
+        principal_of(request).organization_id,
+        body,
+        now=services.clock.now(),
+        changed=services.log_triggers.changed,
+    )
+    return AutomationOut.of(automation)
+
+
+@router.get(
+    "/{automationId}",
+    operation_id="automations.get",
+    response_model=AutomationOut,
+    responses=errors(404, *AUTHENTICATED),
+)
+async def get_automation(automationId: str, request: Request, conn: ConnDep) -> AutomationOut:
+    automation = await service.get_automation(conn, principal_of(request).organization_id, automationId)
+    return AutomationOut.of(automation)
+
+
+@router.patch(
+    "/{automationId}",
+    operation_id="automations.update",
+    response_model=AutomationOut,
+    responses=errors(400, 404, 413, *AUTHENTICATED),
+)
+async def update_automation(
+    automationId: str, body: AutomationUpdate, request: Request, conn: ConnDep, services: ServicesDep
+) -> AutomationOut:
+    """Replaces the fields sent (`trigger` and `action` as whole objects). A new trigger, or enabling
+    it again, schedules from now: ticks missed while disabled are not made up."""
+    changes = {name: getattr(body, name) for name in body.model_fields_set}
+    nulls = sorted(name for name, value in changes.items() if value is None)
+    if nulls:
+        raise BadRequest(f"{', '.join(nulls)} cannot be null.", reason="VALIDATION_FAILED")
+    automation = await service.update_automation(
+        conn,
+        principal_of(request).organization_id,
+        automationId,
+        changes,
+        now=services.clock.now(),
+        changed=services.log_triggers.changed,
+    )
+    return AutomationOut.of(automation)
+
+
+@router.delete(
+    "/{automationId}",
+    operation_id="automations.delete",
+    response_model=AutomationOut,
+    responses=errors(404, *AUTHENTICATED),
+)
+async def delete_automation(
+    automationId: str, request: Request, conn: ConnDep, services: ServicesDep
+) -> AutomationOut:
+    """Deletes the automation; the runs it started stay (their `automationId` keeps its id)."""
+    automation = await service.delete_automation(
+        conn, principal_of(request).organization_id, automationId, changed=services.log_triggers.changed
+    )
+    return AutomationOut.of(automation)
+
+
+@router.post(
+    "/{automationId}/trigger",
+    operation_id="automations.trigger",
+    status_code=201,
+    response_model=RunOut,
+    responses=errors(404, 409, *AUTHENTICATED),
+)
+async def trigger_automation(
+    automationId: str, request: Request, conn: ConnDep, services: ServicesDep
+) -> RunOut:
+    """Fires the automation now, enabled or not and whatever its cooldown; answers with the run it
+    started. 409 `THREAD_NOT_FOUND` if its thread was deleted, `INSUFFICIENT_CREDITS` under billing."""
+    run = await service.trigger_now(
+        conn,
+        services.signals,
+        services.prices,
+        principal_of(request).organization_id,
+        automationId,
+        now=services.clock.now(),
+    )
+    return RunOut.of(run)

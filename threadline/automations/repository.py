@@ -1,0 +1,156 @@
+"""Automation rows. API queries are scoped to one organization; the scheduler's and the log matcher's
+reach across organizations (they serve them all) and name automations by id."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from threadline.automations.tables import automations
+from threadline.kit.db import Conn
+from threadline.kit.pagination import CursorParams, fetch_cursor_page
+
+
+@dataclass(frozen=True, slots=True)
+class Automation:
+    id: str
+    organization_id: str
+    name: str
+    enabled: bool
+    trigger: dict[str, Any]
+    action: dict[str, Any]
+    next_run_at: datetime | None
+    last_triggered_at: datetime | None
+    last_error: dict[str, str] | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def trigger_type(self) -> str:
+        return str(self.trigger["type"])
+
+
+def _from_row(row: sa.RowMapping) -> Automation:
+    return Automation(
+        id=row["id"],
+        organization_id=row["organization_id"],
+        name=row["name"],
+        enabled=bool(row["enabled"]),
+        trigger=dict(row["trigger"]),
+        action=dict(row["action"]),
+        next_run_at=row["next_run_at"],
+        last_triggered_at=row["last_triggered_at"],
+        last_error=row["last_error"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+async def insert(conn: Conn, automation: Automation) -> None:
+    await conn.execute(
+        automations.insert().values(
+            id=automation.id,
+            organization_id=automation.organization_id,
+            name=automation.name,
+            enabled=automation.enabled,
+            trigger_type=automation.trigger_type,
+            trigger=automation.trigger,
+            action=automation.action,
+            next_run_at=automation.next_run_at,
+            last_triggered_at=automation.last_triggered_at,
+            last_error=automation.last_error,
+            created_at=automation.created_at,
+            updated_at=automation.updated_at,
+        )
+    )
+
+
+async def get(
+    conn: Conn, organization_id: str | None, automation_id: str, *, lock: bool = False
+) -> Automation | None:
+    """``organization_id`` None: any organization's (the scheduler's and the matcher's own reads).
+    ``lock``: row-locked for the rest of the transaction (PostgreSQL; SQLite's writer holds the database),
+    so two processes firing the same automation take turns and the second sees what the first wrote."""
+    query = sa.select(automations).where(automations.c.id == automation_id)
+    if organization_id is not None:
+        query = query.where(automations.c.organization_id == organization_id)
+    if lock:
+        query = query.with_for_update()
+    row = (await conn.execute(query)).mappings().first()
+    return _from_row(row) if row else None
+
+
+async def page(
+    conn: Conn, organization_id: str, params: CursorParams
+) -> tuple[Sequence[Automation], str | None]:
+    query = sa.select(automations).where(automations.c.organization_id == organization_id)
+    rows, next_cursor = await fetch_cursor_page(conn, query, automations.c.id, params)
+    return [_from_row(row._mapping) for row in rows], next_cursor
+
+
+async def save(conn: Conn, automation: Automation) -> None:
+    """Writes every mutable field of ``automation`` back to its row."""
+    await conn.execute(
+        automations.update()
+        .where(automations.c.id == automation.id)
+        .values(
+            name=automation.name,
+            enabled=automation.enabled,
+            trigger_type=automation.trigger_type,
+            trigger=automation.trigger,
+            action=automation.action,
+            next_run_at=automation.next_run_at,
+            last_triggered_at=automation.last_triggered_at,
+            last_error=automation.last_error,
+            updated_at=automation.updated_at,
+        )
+    )
+
+
+async def record_firing(
+    conn: Conn,
+    automation_id: str,
+    *,
+    at: datetime,
+    next_run_at: datetime | None,
+    error: Mapping[str, str] | None,
+) -> None:
+    """A firing's marks, left by the firing's own transaction (not an edit: ``updated_at`` stays)."""
+    await conn.execute(
+        automations.update()
+        .where(automations.c.id == automation_id)
+        .values(last_triggered_at=at, next_run_at=next_run_at, last_error=dict(error) if error else None)
+    )
+
+
+async def delete(conn: Conn, organization_id: str, automation_id: str) -> None:
+    await conn.execute(
+        automations.delete().where(
+            automations.c.id == automation_id, automations.c.organization_id == organization_id
+        )
+    )
+
+
+async def due(conn: Conn, now: datetime, limit: int) -> list[str]:
+    """Enabled schedules whose time has come, the longest overdue first."""
+    query = (
+        sa.select(automations.c.id)
+        .where(
+            automations.c.next_run_at <= now,
+            automations.c.enabled.is_(True),
+            automations.c.trigger_type == "schedule",
+        )
+        .order_by(automations.c.next_run_at)
+        .limit(limit)
+    )
+    return list((await conn.execute(query)).scalars())
+
+
+async def log_triggered(conn: Conn) -> list[Automation]:
+    """Every enabled log-triggered automation, of every organization (the matcher keeps them in memory)."""
+    query = sa.select(automations).where(automations.c.trigger_type == "log", automations.c.enabled.is_(True))
+    return [_from_row(row) for row in (await conn.execute(query)).mappings()]

@@ -1,0 +1,265 @@
+"""Automation rules: references checked on write, the next due time kept, and firings.
+
+A firing creates its run (on the configured thread, queued behind its active run, or on a new thread
+named after the automation) and marks the automation (``lastTriggeredAt``, ``nextRunAt``) in one
+transaction that first row-locks the automation. Two processes firing the same automation therefore take
+turns, and the second finds the schedule no longer due, or the cooldown running: a tick fires exactly once
+however many schedulers race for it. A firing that cannot start its run (its thread was deleted, credits
+ran out) leaves the error on the automation instead (``lastError``) and counts as fired, so it is not
+retried every second.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from threadline.automations import repository
+from threadline.automations.repository import Automation
+from threadline.automations.schedule import next_time
+from threadline.automations.schemas import ActionIn, AutomationCreate, TriggerIn
+from threadline.billing.prices import Prices
+from threadline.kit.db import Conn, after_commit
+from threadline.kit.errors import ApiError, Conflict, NotFound
+from threadline.kit.ids import new_id
+from threadline.kit.pagination import CursorParams
+from threadline.kit.signals import SignalBus
+from threadline.organizations import repository as organizations
+from threadline.projects.repository import ProjectRepository
+from threadline.runs.repository import Run
+from threadline.runs.service import create_run
+from threadline.threads.repository import ThreadRepository
+from threadline.threads.service import create_thread
+
+Changed = Callable[[], Awaitable[None]]
+Firing = Literal["schedule", "log", "manual"]
+# A log record in a run's input is cut to this (a record may be 1 MiB; a message at most 256 KiB).
+MAX_RECORD_CHARS = 16_384
+
+
+async def create_automation(
+    conn: Conn, organization_id: str, body: AutomationCreate, *, now: datetime, changed: Changed
+) -> Automation:
+    await _check_references(conn, organization_id, body.trigger, body.action)
+    trigger = body.trigger.stored()
+    automation = Automation(
+        id=new_id("aut"),
+        organization_id=organization_id,
+        name=body.name,
+        enabled=body.enabled,
+        trigger=trigger,
+        action=body.action.stored(),
+        next_run_at=_next_run(trigger, body.enabled, now),
+        last_triggered_at=None,
+        last_error=None,
+        created_at=now,
+        updated_at=now,
+    )
+    await repository.insert(conn, automation)
+    after_commit(conn, changed)
+    return automation
+
+
+async def get_automation(
+    conn: Conn, organization_id: str, automation_id: str, *, lock: bool = False
+) -> Automation:
+    automation = await repository.get(conn, organization_id, automation_id, lock=lock)
+    if automation is None:
+        raise NotFound(f"Automation {automation_id} was not found.")
+    return automation
+
+
+async def list_automations(
+    conn: Conn, organization_id: str, params: CursorParams
+) -> tuple[Sequence[Automation], str | None]:
+    return await repository.page(conn, organization_id, params)
+
+
+async def update_automation(
+    conn: Conn,
+    organization_id: str,
+    automation_id: str,
+    changes: Mapping[str, Any],
+    *,
+    now: datetime,
+    changed: Changed,
+) -> Automation:
+    """``changes``: the fields the client sent (validated models for ``trigger`` and ``action``)."""
+    current = await get_automation(conn, organization_id, automation_id, lock=True)
+    trigger_in: TriggerIn | None = changes.get("trigger")
+    action_in: ActionIn | None = changes.get("action")
+    await _check_references(conn, organization_id, trigger_in, action_in)
+    updated = replace(
+        current,
+        name=changes.get("name") or current.name,
+        enabled=current.enabled if changes.get("enabled") is None else bool(changes["enabled"]),
+        trigger=trigger_in.stored() if trigger_in else current.trigger,
+        action=action_in.stored() if action_in else current.action,
+        updated_at=now,
+    )
+    if updated.trigger != current.trigger or updated.enabled != current.enabled:
+        # From now: ticks missed while disabled are not made up when enabled again.
+        updated = replace(updated, next_run_at=_next_run(updated.trigger, updated.enabled, now))
+    await repository.save(conn, updated)
+    after_commit(conn, changed)
+    return updated
+
+
+async def delete_automation(
+    conn: Conn, organization_id: str, automation_id: str, *, changed: Changed
+) -> Automation:
+    automation = await get_automation(conn, organization_id, automation_id, lock=True)
+    await repository.delete(conn, organization_id, automation_id)
+    after_commit(conn, changed)
+    return automation
+
+
+async def trigger_now(
+    conn: Conn, signals: SignalBus, prices: Prices, organization_id: str, automation_id: str, *, now: datetime
+) -> Run:
+    """A firing by hand (``POST /automations/{id}/trigger``): enabled or not, cooldown or not; its errors
+    are the request's. The schedule keeps its next time."""
+    automation = await get_automation(conn, organization_id, automation_id, lock=True)
+    run = await _start_run(conn, signals, prices, automation, "manual", None)
+    await repository.record_firing(
+        conn, automation.id, at=now, next_run_at=automation.next_run_at, error=None
+    )
+    return run
+
+
+async def fire_schedule(
+    conn: Conn, signals: SignalBus, prices: Prices, automation_id: str, *, now: datetime
+) -> Run | None:
+    """The schedule's firing if it is (still) due at ``now``; None if another scheduler took it first.
+    However many ticks were missed, it fires once and is next due after ``now``."""
+    automation = await repository.get(conn, None, automation_id, lock=True)
+    if automation is None or not _is_due(automation, now):
+        return None
+    run = await _start_run(conn, signals, prices, automation, "schedule", None)
+    await repository.record_firing(
+        conn, automation.id, at=now, next_run_at=_next_run(automation.trigger, True, now), error=None
+    )
+    return run
+
+
+async def fire_log(
+    conn: Conn,
+    signals: SignalBus,
+    prices: Prices,
+    automation_id: str,
+    record: Mapping[str, Any],
+    *,
+    now: datetime,
+) -> tuple[Run | None, datetime | None]:
+    """The log trigger's firing for ``record``, unless it is disabled or cooling down; with the run, when
+    the automation last fired as of this transaction (for the caller's own cooldown estimate)."""
+    automation = await repository.get(conn, None, automation_id, lock=True)
+    if automation is None or not _may_fire_on_log(automation, now):
+        return None, automation.last_triggered_at if automation else None
+    run = await _start_run(conn, signals, prices, automation, "log", record)
+    await repository.record_firing(conn, automation.id, at=now, next_run_at=None, error=None)
+    return run, now
+
+
+async def firing_failed(
+    conn: Conn, automation_id: str, kind: Firing, error: ApiError, *, now: datetime
+) -> bool:
+    """Leaves ``error`` on the automation, in a transaction of its own (the firing's rolled back), and
+    counts the firing as done: a schedule moves to its next time, a log trigger's cooldown starts.
+    False when the automation changed meanwhile (deleted, disabled, fired by another process)."""
+    automation = await repository.get(conn, None, automation_id, lock=True)
+    if automation is None:
+        return False
+    if kind == "schedule" and not _is_due(automation, now):
+        return False
+    if kind == "log" and not _may_fire_on_log(automation, now):
+        return False
+    next_run_at = _next_run(automation.trigger, True, now) if kind == "schedule" else None
+    code = error.reason or error.code
+    await repository.record_firing(
+        conn, automation.id, at=now, next_run_at=next_run_at, error={"code": code, "message": error.message}
+    )
+    return True
+
+
+def _is_due(automation: Automation, now: datetime) -> bool:
+    return (
+        automation.enabled
+        and automation.trigger_type == "schedule"
+        and automation.next_run_at is not None
+        and automation.next_run_at <= now
+    )
+
+
+def _may_fire_on_log(automation: Automation, now: datetime) -> bool:
+    if not automation.enabled or automation.trigger_type != "log":
+        return False
+    last = automation.last_triggered_at
+    return last is None or now >= last + timedelta(seconds=int(automation.trigger["cooldownSeconds"]))
+
+
+def _next_run(trigger: Mapping[str, Any], enabled: bool, now: datetime) -> datetime | None:
+    if not enabled or trigger["type"] != "schedule":
+        return None
+    return next_time(str(trigger["cron"]), str(trigger["timezone"]), now)
+
+
+async def _start_run(
+    conn: Conn,
+    signals: SignalBus,
+    prices: Prices,
+    automation: Automation,
+    kind: Firing,
+    record: Mapping[str, Any] | None,
+) -> Run:
+    organization = await organizations.get(conn, automation.organization_id)
+    assert organization is not None  # the automation goes with its organization
+    thread_id: str | None = automation.action["threadId"]
+    if thread_id is None:
+        thread = await create_thread(
+            conn, organization.id, title=automation.name, metadata={"automationId": automation.id}
+        )
+        thread_id = thread.id
+    elif await ThreadRepository(conn, organization.id).get(thread_id) is None:
+        raise Conflict(
+            f"The automation's thread {thread_id} no longer exists; set action.threadId to another thread "
+            "or to null (a new thread per firing).",
+            reason="THREAD_NOT_FOUND",
+        )
+    return await create_run(
+        conn,
+        signals,
+        organization,
+        thread_id,
+        model=automation.action["model"],
+        instructions=None,
+        input=_input(str(automation.action["prompt"]), record),
+        metadata={"trigger": kind},
+        prices=prices,
+        strategy="enqueue",
+        automation_id=automation.id,
+    )
+
+
+def _input(prompt: str, record: Mapping[str, Any] | None) -> str:
+    if record is None:
+        return prompt
+    text = json.dumps(record, ensure_ascii=False, indent=2, default=str)
+    if len(text) > MAX_RECORD_CHARS:
+        text = text[:MAX_RECORD_CHARS] + "\n… (cut: the whole record is in the logs, by its id)"
+    return f"{prompt}\n\nThe log record that triggered this run:\n```json\n{text}\n```"
+
+
+async def _check_references(
+    conn: Conn, organization_id: str, trigger: TriggerIn | None, action: ActionIn | None
+) -> None:
+    """A project or thread named in the body must be the organization's (404 naming the field)."""
+    project_id = trigger.project_id if trigger else None
+    if project_id and await ProjectRepository(conn, organization_id).get(project_id) is None:
+        raise NotFound(f"trigger.projectId: project {project_id} was not found.")
+    thread_id = action.thread_id if action else None
+    if thread_id and await ThreadRepository(conn, organization_id).get(thread_id) is None:
+        raise NotFound(f"action.threadId: thread {thread_id} was not found.")

@@ -1,0 +1,193 @@
+"""Log triggers: ingested records matched against the enabled log-triggered automations.
+
+Matching runs on the intake's path, before the commit, so it must cost nothing when no automation
+listens: the rules live in memory, by organization (loaded at start, reloaded when automations change:
+at once in the process that changed them, on the ``automations.changed`` signal elsewhere, and every
+``_REFRESH_SECONDS`` in case a signal was lost). The records a rule picked are handed back after their
+commit (``telemetry.writer.RecordWatch``) and fired in the background, at most one firing per automation
+at a time and none while its cooldown runs as far as this process knows; the database has the last word
+(``service.fire_log`` re-checks the cooldown under the automation's lock).
+
+A record triggers only after its commit, and a firing is its own transaction: a process killed between
+the two loses that firing (the record itself is kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from threadline.automations import repository, service
+from threadline.automations.repository import Automation
+from threadline.billing.prices import Prices
+from threadline.kit.clock import Clock
+from threadline.kit.db import Database
+from threadline.kit.errors import ApiError
+from threadline.kit.signals import RESET, SignalBus
+from threadline.kit.waiting import wait_event
+from threadline.telemetry.decoding import Row
+from threadline.telemetry.schemas import levels_at_or_above
+
+log = logging.getLogger(__name__)
+
+AUTOMATIONS_CHANGED = "automations.changed"
+_REFRESH_SECONDS = 30.0
+
+
+@dataclass(slots=True)
+class _Rule:
+    automation_id: str
+    project_id: str | None
+    levels: frozenset[str]
+    contains: str | None  # lower-cased
+    cooldown: timedelta
+    last_fired: datetime | None
+
+    @classmethod
+    def of(cls, automation: Automation) -> _Rule:
+        trigger = automation.trigger
+        contains = trigger.get("contains")
+        return cls(
+            automation_id=automation.id,
+            project_id=trigger.get("projectId"),
+            levels=frozenset(levels_at_or_above(trigger["level"])),
+            contains=contains.lower() if contains else None,
+            cooldown=timedelta(seconds=int(trigger["cooldownSeconds"])),
+            last_fired=automation.last_triggered_at,
+        )
+
+    def matches(self, row: Row) -> bool:
+        return (
+            row["kind"] == "log"
+            and row["level"] in self.levels
+            and (self.project_id is None or row["project_id"] == self.project_id)
+            and (self.contains is None or self.contains in row["message"].lower())
+        )
+
+
+class LogTriggers:
+    def __init__(self, db: Database, signals: SignalBus, prices: Prices, clock: Clock) -> None:
+        self._db = db
+        self._signals = signals
+        self._prices = prices
+        self._clock = clock
+        self._rules: dict[str, list[_Rule]] = {}
+        self._stale = asyncio.Event()
+        self._refresher: asyncio.Task[None] | None = None
+        self._firing: dict[str, asyncio.Task[None]] = {}
+        signals.subscribe(self._on_signal)
+
+    async def start(self) -> None:
+        try:
+            await self.reload()
+        except Exception:  # the database away at start: the refresher tries again
+            log.exception("could not load the log triggers")
+        self._refresher = asyncio.create_task(self._refresh(), name="log-triggers")
+
+    async def aclose(self) -> None:
+        """Stops reloading and lets the firings under way finish (they are short transactions)."""
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresher
+        if self._firing:
+            await asyncio.wait(list(self._firing.values()))
+
+    async def changed(self) -> None:
+        """After a change to automations commits: this process sees it before the request is answered,
+        the others on the signal."""
+        await self.reload()
+        try:
+            await self._signals.publish(AUTOMATIONS_CHANGED, "")
+        except Exception:  # the others reload within _REFRESH_SECONDS anyway
+            log.warning("could not announce a change to automations", exc_info=True)
+
+    async def reload(self) -> None:
+        async with self._db.transaction(write=False) as conn:
+            loaded = await repository.log_triggered(conn)
+        rules: dict[str, list[_Rule]] = {}
+        for automation in loaded:
+            rule = _Rule.of(automation)
+            known = self._find(automation.organization_id, automation.id)
+            if (
+                known is not None
+                and known.last_fired
+                and (rule.last_fired is None or known.last_fired > rule.last_fired)
+            ):
+                rule.last_fired = known.last_fired  # a firing of ours not yet visible to this read
+            rules.setdefault(automation.organization_id, []).append(rule)
+        self._rules = rules
+
+    def match(self, rows: Sequence[Row]) -> list[tuple[Any, int]]:
+        if not self._rules:
+            return []
+        hits: list[tuple[Any, int]] = []
+        for index, row in enumerate(rows):
+            for rule in self._rules.get(row["organization_id"], ()):
+                if rule.matches(row):
+                    hits.append((rule, index))
+        return hits
+
+    def committed(self, hits: list[tuple[Any, dict[str, Any]]]) -> None:
+        now = self._clock.now()
+        for rule, record in hits:
+            assert isinstance(rule, _Rule)
+            if rule.automation_id in self._firing:
+                continue  # one firing at a time; it will start the cooldown
+            if rule.last_fired is not None and now < rule.last_fired + rule.cooldown:
+                continue
+            task = asyncio.create_task(self._fire(rule, record), name=f"log-trigger-{rule.automation_id}")
+            self._firing[rule.automation_id] = task
+            task.add_done_callback(functools.partial(self._fired, rule.automation_id))
+
+    async def _fire(self, rule: _Rule, record: dict[str, Any]) -> None:
+        now = self._clock.now()
+        try:
+            try:
+                async with self._db.transaction() as conn:
+                    run, last_fired = await service.fire_log(
+                        conn, self._signals, self._prices, rule.automation_id, record, now=now
+                    )
+            except ApiError as error:
+                async with self._db.transaction() as conn:
+                    if await service.firing_failed(conn, rule.automation_id, "log", error, now=now):
+                        log.warning(
+                            "automation %s fired without a run: %s", rule.automation_id, error.message
+                        )
+                rule.last_fired = now
+                return
+            rule.last_fired = last_fired
+            if run is not None:
+                log.info(
+                    "automation %s fired on log record %s: run %s", rule.automation_id, record["id"], run.id
+                )
+        except Exception:
+            log.exception("automation %s could not fire", rule.automation_id)
+
+    def _fired(self, automation_id: str, _task: object) -> None:
+        self._firing.pop(automation_id, None)
+
+    def _find(self, organization_id: str, automation_id: str) -> _Rule | None:
+        for rule in self._rules.get(organization_id, ()):
+            if rule.automation_id == automation_id:
+                return rule
+        return None
+
+    def _on_signal(self, topic: str, _payload: str) -> None:
+        if topic in (AUTOMATIONS_CHANGED, RESET):
+            self._stale.set()
+
+    async def _refresh(self) -> None:
+        while True:
+            await wait_event(self._stale, _REFRESH_SECONDS)
+            self._stale.clear()
+            try:
+                await self.reload()
+            except Exception:
+                log.exception("could not reload the log triggers")

@@ -1,0 +1,131 @@
+"""The ledger: every entry and the balance it leaves, written together in the caller's transaction.
+
+An entry first moves the organization's balance with one atomic statement (an upsert that adds and returns
+the new value). On PostgreSQL that statement row-locks the account until the transaction ends, so entries
+of one organization queue there and each reads the balance its predecessor committed; on SQLite every
+write transaction holds the database's write lock. Either way no update is lost and ``balance_after`` is
+exact, however many runs end at once. Lock order: callers that hold a thread or run lock take the account
+last; nothing that holds the account waits for anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import sqlalchemy as sa
+
+from threadline.billing.tables import billing_accounts, billing_transactions
+from threadline.kit.clock import utcnow
+from threadline.kit.db import Conn, UtcDateTime
+from threadline.kit.ids import new_id
+from threadline.kit.pagination import PageParams, fetch_numbered_page
+
+TransactionType = Literal["credit", "debit"]
+
+# The same text is valid on both dialects (SQLite >= 3.35 and PostgreSQL: ON CONFLICT ... RETURNING).
+_MOVE = (
+    sa.text(
+        "INSERT INTO billing_accounts (organization_id, balance, updated_at) "
+        "VALUES (:organization_id, :amount, :now) "
+        "ON CONFLICT (organization_id) DO UPDATE "
+        "SET balance = billing_accounts.balance + excluded.balance, updated_at = excluded.updated_at "
+        "RETURNING balance"
+    )
+    .bindparams(sa.bindparam("now", type_=UtcDateTime()))
+    .columns(balance=sa.BigInteger())
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    id: str
+    organization_id: str
+    type: TransactionType
+    amount: int
+    balance_after: int
+    description: str
+    run_id: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Balance:
+    balance: int
+    updated_at: datetime | None
+
+
+async def post(
+    conn: Conn,
+    organization_id: str,
+    type_: TransactionType,
+    amount: int,
+    description: str,
+    *,
+    run_id: str | None = None,
+) -> Transaction:
+    """Appends one entry; ``amount`` is signed (credits positive, debits zero or negative)."""
+    if (type_ == "credit") != (amount > 0) and not (type_ == "debit" and amount == 0):
+        raise ValueError(f"a {type_} of {amount} credits")
+    now = utcnow()
+    moved = await conn.execute(_MOVE, {"organization_id": organization_id, "amount": amount, "now": now})
+    entry = Transaction(
+        id=new_id("txn"),
+        organization_id=organization_id,
+        type=type_,
+        amount=amount,
+        balance_after=int(moved.scalar_one()),
+        description=description,
+        run_id=run_id,
+        created_at=now,
+    )
+    await conn.execute(
+        billing_transactions.insert().values(
+            id=entry.id,
+            organization_id=organization_id,
+            type=type_,
+            amount=amount,
+            balance_after=entry.balance_after,
+            description=description,
+            run_id=run_id,
+            created_at=now,
+        )
+    )
+    return entry
+
+
+async def balance(conn: Conn, organization_id: str) -> Balance:
+    row = (
+        await conn.execute(
+            sa.select(billing_accounts.c.balance, billing_accounts.c.updated_at).where(
+                billing_accounts.c.organization_id == organization_id
+            )
+        )
+    ).first()
+    return Balance(0, None) if row is None else Balance(int(row.balance), row.updated_at)
+
+
+async def page(conn: Conn, organization_id: str, params: PageParams) -> tuple[Sequence[Transaction], int]:
+    """Newest first (ids are time-ordered), with the total the page is a window of."""
+    query = (
+        sa.select(billing_transactions)
+        .where(billing_transactions.c.organization_id == organization_id)
+        .order_by(billing_transactions.c.id.desc())
+    )
+    rows, total = await fetch_numbered_page(conn, query, params)
+    return [_from_row(row._mapping) for row in rows], total
+
+
+def _from_row(row: sa.RowMapping) -> Transaction:
+    return Transaction(
+        id=row["id"],
+        organization_id=row["organization_id"],
+        type=row["type"],
+        amount=int(row["amount"]),
+        balance_after=int(row["balance_after"]),
+        description=row["description"],
+        run_id=row["run_id"],
+        created_at=row["created_at"],
+    )
