@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import sqlalchemy as sa
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 
 from threadline.automations.scheduler import Scheduler
@@ -86,10 +86,23 @@ class Runtime:
         self._services = value
 
 
+# Connections one process opens to Redis at most. redis-py's default pool fails a command at once
+# (MaxConnectionsError, answered 503) when its 100 connections are busy, which a burst of 100 concurrent
+# requests reached; this pool makes a command wait for a free connection instead, up to the timeout.
+_REDIS_CONNECTIONS = 256
+_REDIS_POOL_WAIT_SECONDS = 5.0
+
+
 def connect_redis(settings: Settings) -> Redis | None:
     if settings.redis_url is None:
         return None
-    return Redis.from_url(settings.redis_url.get_secret_value(), decode_responses=True)
+    pool = BlockingConnectionPool.from_url(
+        settings.redis_url.get_secret_value(),
+        decode_responses=True,
+        max_connections=_REDIS_CONNECTIONS,
+        timeout=_REDIS_POOL_WAIT_SECONDS,
+    )
+    return Redis.from_pool(pool)
 
 
 # What a process does with runs: "server" executes them (and fires scheduled automations) when the

@@ -96,7 +96,11 @@ class LogTriggers:
             self._refresher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._refresher
-        if self._firing:
+        await self.settle()
+
+    async def settle(self) -> None:
+        """Returns once the firings under way have ended (at shutdown; tests, before counting runs)."""
+        while self._firing:
             await asyncio.wait(list(self._firing.values()))
 
     async def changed(self) -> None:
