@@ -10,6 +10,13 @@ from threadline.cli import client, operator
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 operator.register(app)
 client.register(app)
+# One group for both kinds: `balance` and `transactions` go through the API, `grant` is the operator's.
+billing = typer.Typer(
+    no_args_is_help=True, help="Credits: the balance and the ledger (through the API); grants (operator)."
+)
+client.register_billing(billing)
+operator.register_billing(billing)
+app.add_typer(billing, name="billing")
 
 
 def main() -> None:

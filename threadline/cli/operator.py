@@ -265,6 +265,44 @@ def set_limit(
     typer.echo(f"{org_id}: {requests_per_minute} requests per minute")
 
 
+_MAX_GRANT = 1_000_000_000_000
+
+
+def grant_credits(
+    org_id: Annotated[str, typer.Argument(help="Organization id (org_…).")],
+    amount: Annotated[int, typer.Argument(help="Credits to add: a positive integer.")],
+    description: Annotated[
+        str | None, typer.Option(help="What the grant is for (shown in the organization's ledger).")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="The transaction as JSON.")] = False,
+) -> None:
+    """Add credits to an organization: one credit entry in its ledger, counted at once."""
+    from threadline.billing import ledger
+    from threadline.billing.schemas import TransactionOut
+    from threadline.organizations import repository as org_repository
+
+    if not 0 < amount <= _MAX_GRANT:
+        fail(
+            f"the amount must be a positive integer of credits, at most {_MAX_GRANT:,} (got {amount})", code=2
+        )
+    text = (description or "").strip() or "Credits granted by an operator."
+    settings = _settings()
+    _check_schema(settings)  # an old schema has no ledger: say so rather than fail inside the insert
+
+    async def work(db: Database) -> dict[str, Any]:
+        async with db.transaction() as conn:
+            if await org_repository.get(conn, org_id) is None:
+                fail(f"organization {org_id} was not found")
+            entry = await ledger.post(conn, org_id, "credit", amount, text)
+        return TransactionOut.of(entry).model_dump(mode="json", by_alias=True)
+
+    data = _run(settings, work)
+    if json_output:
+        emit_json(data)
+    else:
+        typer.echo(f"{data['id']}  {org_id}  +{data['amount']} credits  balance {data['balanceAfter']}")
+
+
 def openapi(
     output: Annotated[Path | None, typer.Option(help="Write here instead of standard output.")] = None,
 ) -> None:
@@ -291,3 +329,9 @@ def register(app: typer.Typer) -> None:
     orgs.command("list")(list_orgs)
     orgs.command("set-limit")(set_limit)
     app.add_typer(orgs, name="orgs")
+
+
+def register_billing(billing: typer.Typer) -> None:
+    """Into the ``billing`` group shared with the client's ``balance`` and ``transactions``."""
+    # A negative AMOUNT ("-5") would otherwise be taken for an unknown option: let it reach the check.
+    billing.command("grant", context_settings={"ignore_unknown_options": True})(grant_credits)

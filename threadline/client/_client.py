@@ -60,6 +60,8 @@ class Threadline:
         self.logs = Logs(self)
         self.runs = Runs(self)
         self.artifacts = Artifacts(self)
+        self.automations = Automations(self)
+        self.billing = Billing(self)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         idempotent = method.upper() in _IDEMPOTENT
@@ -370,3 +372,86 @@ class Artifacts(_Resource):
     def get(self, artifact_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self._client.request("GET", f"{self.path}/{artifact_id}")
         return result
+
+
+class Automations(_Resource):
+    """Rules that start runs: on a schedule (``{"type": "schedule", "cron", "timezone"}``) or when an
+    ingested log record matches (``{"type": "log", "projectId", "level", "contains", "cooldownSeconds"}``).
+    ``trigger`` and ``action`` (``{"prompt", "threadId", "model"}``) are sent as given: camelCase field
+    names, as on the wire."""
+
+    path = "/automations"
+
+    def create(
+        self,
+        *,
+        name: str,
+        trigger: dict[str, Any],
+        action: dict[str, Any],
+        enabled: bool | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": name, "trigger": trigger, "action": action}
+        if enabled is not None:
+            body["enabled"] = enabled
+        result: dict[str, Any] = self._client.request("POST", self.path, json=body)
+        return result
+
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Page:
+        """The organization's automations, newest first."""
+        return self._page({"limit": limit, "cursor": cursor})
+
+    def iterate(self) -> Iterator[dict[str, Any]]:
+        return self._iterate(lambda cursor: self.list(limit=100, cursor=cursor))
+
+    def get(self, automation_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("GET", f"{self.path}/{automation_id}")
+        return result
+
+    def update(self, automation_id: str, **changes: Any) -> dict[str, Any]:
+        """``name=...``, ``enabled=...``, ``trigger=...``, ``action=...``: the fields given are replaced,
+        ``trigger`` and ``action`` as whole objects (a field left out of them takes its default)."""
+        result: dict[str, Any] = self._client.request("PATCH", f"{self.path}/{automation_id}", json=changes)
+        return result
+
+    def delete(self, automation_id: str) -> dict[str, Any]:
+        """The deleted automation; the runs it started stay."""
+        result: dict[str, Any] = self._client.request("DELETE", f"{self.path}/{automation_id}")
+        return result
+
+    def trigger(self, automation_id: str) -> dict[str, Any]:
+        """Fires it now (enabled or not, cooldown or not) and returns the run it started."""
+        result: dict[str, Any] = self._client.request("POST", f"{self.path}/{automation_id}/trigger")
+        return result
+
+
+class Billing(_Resource):
+    """The organization's credits (read-only: an operator grants them with ``threadline billing grant``).
+    The ledger is page-based: ``transactions`` returns ``{"data": [...], "pagination": {...}}``."""
+
+    path = "/billing"
+
+    def balance(self) -> dict[str, Any]:
+        """``{"balance": credits, "updatedAt": when the last entry was written, or None}``."""
+        result: dict[str, Any] = self._client.request("GET", f"{self.path}/balance")
+        return result
+
+    def transactions(self, *, page: int = 1, limit: int | None = None) -> dict[str, Any]:
+        """One page of the ledger, newest first (``pagination``: page, limit, totalPages, total)."""
+        params = {k: v for k, v in {"page": page, "limit": limit}.items() if v is not None}
+        result: dict[str, Any] = self._client.request("GET", f"{self.path}/transactions", params=params)
+        return result
+
+    def iterate_transactions(self) -> Iterator[dict[str, Any]]:
+        """Every entry, newest first, page after page until ``totalPages``. Entries written meanwhile push
+        older ones to later pages; each entry is still given once (by id)."""
+        seen: set[str] = set()
+        page = 1
+        while True:
+            body = self.transactions(page=page, limit=100)
+            for entry in body["data"]:
+                if entry["id"] not in seen:
+                    seen.add(entry["id"])
+                    yield entry
+            if not body["data"] or page >= body["pagination"]["totalPages"]:
+                return
+            page += 1
