@@ -65,6 +65,11 @@ class TestCreate:
             (schedule("* * *"), "trigger.cron"),
             (schedule("0 0 30 2 *"), "trigger.cron"),
             (schedule("@sometimes"), "trigger.cron"),
+            (schedule("* * * * * *"), "trigger.cron"),  # no per-second schedules
+            (schedule("0 * * * *", "Europe"), "trigger.timezone"),  # a folder of the zone database
+            ({**schedule(), "name": "a\u0000b"}, "name"),
+            ({**schedule(), "action": {"prompt": "a\u0000b"}}, "action.prompt"),
+            (on_log(contains="\u0000"), "trigger.contains"),
             (schedule("0 * * * *", "Mars/Olympus_Mons"), "trigger.timezone"),
             (schedule("0 * * * *", "../../etc/passwd"), "trigger.timezone"),
             (

@@ -166,6 +166,22 @@ class TestDebits:
         used = ended["usage"]["inputTokens"] + ended["usage"]["outputTokens"]
         assert len([e for e in entries if e["runId"] == queued["id"]]) == (1 if used else 0)
 
+    async def test_deleting_a_thread_charges_its_running_run(
+        self, client: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        thread = await make_thread(client, tenant)
+        run = await start_run(client, tenant, thread, input="#chunks=2000 #delay=20")  # a 40 s answer
+        async with asyncio.timeout(15):
+            while True:  # until its first turns (tool calls) have recorded usage
+                current = await get_run(client, tenant, run["id"])
+                if current["status"] == "running" and current["usage"]["inputTokens"]:
+                    break
+                await asyncio.sleep(0.05)
+        response = await client.delete(f"/v1/threads/{thread}", headers=tenant.secret)
+        assert response.status_code == 200, response.text
+        debits = [e for e in await every_transaction(client, tenant) if e["runId"] == run["id"]]
+        assert len(debits) == 1 and debits[0]["amount"] < 0
+
     async def test_concurrent_runs_keep_the_ledger_exact(
         self, client: httpx.AsyncClient, tenant: Tenant, services: Services
     ) -> None:
@@ -190,9 +206,9 @@ class TestDebits:
         assert sorted(entry["runId"] for entry in debits) == sorted(used)
         assert len(used) >= 90
         assert sum(entry["amount"] for entry in entries) == await balance(client, tenant)
-        chain = sorted(entries, key=lambda entry: -entry["balanceAfter"])
-        for before, after in itertools.pairwise(chain):
-            assert after["balanceAfter"] == before["balanceAfter"] + after["amount"]
+        # Listed newest first in the order the balance moved: each entry is the previous one plus its amount.
+        for newer, older in itertools.pairwise(entries):
+            assert newer["balanceAfter"] == older["balanceAfter"] + newer["amount"]
 
 
 class TestEnforcement:

@@ -1,6 +1,7 @@
 """Cron expressions in a time zone: validation and the next time a schedule is due.
 
-Five fields (minute hour day-of-month month day-of-week) as in Debian's cron, read by ``cronsim``, which
+Five fields (minute hour day-of-month month day-of-week) as in Debian's cron (with cronsim's ``L``, ``W``
+and ``#`` for the last day, the nearest weekday and the n-th weekday of a month), read by ``cronsim``, which
 also follows cron across daylight-saving changes: a time skipped by the spring change runs once right
 after it, a time repeated by the autumn change runs once. The usual ``@hourly``/``@daily``/... shorthands
 are accepted. Times are computed in the automation's IANA time zone and stored in UTC.
@@ -29,6 +30,11 @@ def check_cron(expression: str) -> str:
     """The expression as given, or ValueError saying what is wrong with it."""
     if len(expression) > MAX_CRON_CHARS:
         raise ValueError(f"at most {MAX_CRON_CHARS} characters")
+    if len(_expanded(expression).split()) != 5:  # cronsim would also take a sixth, per-second field
+        raise ValueError(
+            "not a cron expression: use five fields, minute hour day-of-month month day-of-week, like "
+            "'*/15 * * * *', or @hourly, @daily, @weekly, @monthly, @yearly"
+        )
     try:
         next(CronSim(_expanded(expression), datetime.now(UTC)))
     except (CronSimError, StopIteration) as error:
@@ -43,7 +49,7 @@ def check_cron(expression: str) -> str:
 def check_timezone(name: str) -> str:
     try:
         _zone(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name that is a folder ("Europe")
         raise ValueError(
             f"unknown time zone {name!r}: use an IANA name like 'UTC' or 'Europe/Berlin'"
         ) from None

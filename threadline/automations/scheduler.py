@@ -76,6 +76,9 @@ class Scheduler:
             if recorded:
                 log.warning("automation %s fired without a run: %s", automation_id, error.message)
             return False
+        except Exception:  # a deadlock, the database away: the others still fire; this one next tick
+            log.exception("automation %s could not fire", automation_id)
+            return False
         if run is not None:
             log.info("automation %s fired: run %s", automation_id, run.id)
         return run is not None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, StringConstraints, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, StrictBool, StringConstraints, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from threadline.automations.repository import Automation
@@ -23,7 +23,17 @@ DEFAULT_LEVEL: Level = "error"
 DEFAULT_COOLDOWN_SECONDS = 300
 
 TriggerType = Literal["schedule", "log"]
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+
+def _no_nul(value: str) -> str:
+    """PostgreSQL text and JSONB cannot hold U+0000: refused here rather than failing the insert."""
+    if "\x00" in value:
+        raise ValueError("must not contain the NUL character (U+0000)")
+    return value
+
+
+NoNul = AfterValidator(_no_nul)
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200), NoNul]
 ResourceId = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 
 _FIELDS_OF: dict[str, tuple[str, ...]] = {
@@ -66,8 +76,8 @@ class TriggerIn(RequestModel):
         max_length=16,
         description=f"log: records at this level or above ({', '.join(LEVELS)}; default {DEFAULT_LEVEL}).",
     )
-    contains: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONTAINS_CHARS)] | None = Field(
-        None, description="log: only records whose message contains this text (case-insensitive)."
+    contains: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONTAINS_CHARS), NoNul] | None = (
+        Field(None, description="log: only records whose message contains this text (case-insensitive).")
     )
     cooldown_seconds: int | None = Field(
         None,
@@ -123,7 +133,7 @@ class TriggerIn(RequestModel):
 
 
 class ActionIn(RequestModel):
-    prompt: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PROMPT_CHARS)] = Field(
+    prompt: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PROMPT_CHARS), NoNul] = Field(
         description="The run's input (a user message); a log trigger appends the matching record to it."
     )
     thread_id: ResourceId | None = Field(

@@ -6,7 +6,9 @@ at once in the process that changed them, on the ``automations.changed`` signal 
 ``_REFRESH_SECONDS`` in case a signal was lost). The records a rule picked are handed back after their
 commit (``telemetry.writer.RecordWatch``) and fired in the background, at most one firing per automation
 at a time and none while its cooldown runs as far as this process knows; the database has the last word
-(``service.fire_log`` re-checks the cooldown under the automation's lock).
+(``service.fire_log`` re-checks the cooldown under the automation's lock). Records that match while a
+firing of the same automation is under way are not queued: even with ``cooldownSeconds: 0`` a burst of
+matching records starts one run per firing, not one per record.
 
 A record triggers only after its commit, and a firing is its own transaction: a process killed between
 the two loses that firing (the record itself is kept).
@@ -81,6 +83,10 @@ class LogTriggers:
         self._stale = asyncio.Event()
         self._refresher: asyncio.Task[None] | None = None
         self._firing: dict[str, asyncio.Task[None]] = {}
+        # Reloads may overlap (a change's and the refresher's): the result of one that began before the
+        # last applied one is older, and is dropped.
+        self._reloads_begun = 0
+        self._reload_applied = 0
         signals.subscribe(self._on_signal)
 
     async def start(self) -> None:
@@ -113,8 +119,13 @@ class LogTriggers:
             log.warning("could not announce a change to automations", exc_info=True)
 
     async def reload(self) -> None:
+        self._reloads_begun += 1
+        generation = self._reloads_begun
         async with self._db.transaction(write=False) as conn:
             loaded = await repository.log_triggered(conn)
+        if generation < self._reload_applied:
+            return
+        self._reload_applied = generation
         rules: dict[str, list[_Rule]] = {}
         for automation in loaded:
             rule = _Rule.of(automation)

@@ -4,8 +4,9 @@ An entry first moves the organization's balance with one atomic statement (an up
 the new value). On PostgreSQL that statement row-locks the account until the transaction ends, so entries
 of one organization queue there and each reads the balance its predecessor committed; on SQLite every
 write transaction holds the database's write lock. Either way no update is lost and ``balance_after`` is
-exact, however many runs end at once. Lock order: callers that hold a thread or run lock take the account
-last; nothing that holds the account waits for anything else.
+exact, however many runs end at once. Entries are numbered per organization in the same statement
+(``seq``) and listed in that order. Lock order: callers that hold a thread or run lock take the account
+last (a run's end charges it after its events, status and thread's active run are written).
 """
 
 from __future__ import annotations
@@ -28,14 +29,15 @@ TransactionType = Literal["credit", "debit"]
 # The same text is valid on both dialects (SQLite >= 3.35 and PostgreSQL: ON CONFLICT ... RETURNING).
 _MOVE = (
     sa.text(
-        "INSERT INTO billing_accounts (organization_id, balance, updated_at) "
-        "VALUES (:organization_id, :amount, :now) "
+        "INSERT INTO billing_accounts (organization_id, balance, entries, updated_at) "
+        "VALUES (:organization_id, :amount, 1, :now) "
         "ON CONFLICT (organization_id) DO UPDATE "
-        "SET balance = billing_accounts.balance + excluded.balance, updated_at = excluded.updated_at "
-        "RETURNING balance"
+        "SET balance = billing_accounts.balance + excluded.balance, "
+        "entries = billing_accounts.entries + 1, updated_at = excluded.updated_at "
+        "RETURNING balance, entries"
     )
     .bindparams(sa.bindparam("now", type_=UtcDateTime()))
-    .columns(balance=sa.BigInteger())
+    .columns(balance=sa.BigInteger(), entries=sa.BigInteger())
 )
 
 
@@ -70,13 +72,15 @@ async def post(
     if (type_ == "credit") != (amount > 0) and not (type_ == "debit" and amount == 0):
         raise ValueError(f"a {type_} of {amount} credits")
     now = utcnow()
-    moved = await conn.execute(_MOVE, {"organization_id": organization_id, "amount": amount, "now": now})
+    moved = (
+        await conn.execute(_MOVE, {"organization_id": organization_id, "amount": amount, "now": now})
+    ).one()
     entry = Transaction(
         id=new_id("txn"),
         organization_id=organization_id,
         type=type_,
         amount=amount,
-        balance_after=int(moved.scalar_one()),
+        balance_after=int(moved.balance),
         description=description,
         run_id=run_id,
         created_at=now,
@@ -85,6 +89,7 @@ async def post(
         billing_transactions.insert().values(
             id=entry.id,
             organization_id=organization_id,
+            seq=int(moved.entries),
             type=type_,
             amount=amount,
             balance_after=entry.balance_after,
@@ -108,11 +113,12 @@ async def balance(conn: Conn, organization_id: str) -> Balance:
 
 
 async def page(conn: Conn, organization_id: str, params: PageParams) -> tuple[Sequence[Transaction], int]:
-    """Newest first (ids are time-ordered), with the total the page is a window of."""
+    """Newest first (in the order entries were applied to the balance), with the total the page is a
+    window of."""
     query = (
         sa.select(billing_transactions)
         .where(billing_transactions.c.organization_id == organization_id)
-        .order_by(billing_transactions.c.id.desc())
+        .order_by(billing_transactions.c.seq.desc())
     )
     rows, total = await fetch_numbered_page(conn, query, params)
     return [_from_row(row._mapping) for row in rows], total

@@ -3,9 +3,10 @@ import sqlalchemy as sa
 from threadline.kit.db import UtcDateTime
 from threadline.storage.metadata import id_column, metadata, organization_column
 
-# One row per organization: its running balance. Every ledger entry updates it in the entry's own
-# transaction (``UPDATE ... SET balance = balance + :amount RETURNING balance``), so the row's lock is what
-# orders concurrent entries and each entry's ``balance_after`` is exact.
+# One row per organization: its running balance and its number of entries. Every ledger entry moves both
+# in the entry's own transaction (``INSERT ... ON CONFLICT DO UPDATE SET balance = balance + :amount,
+# entries = entries + 1 RETURNING ...``), so the row's lock is what orders concurrent entries, and each
+# entry's ``balance_after`` and ``seq`` are exact.
 billing_accounts = sa.Table(
     "billing_accounts",
     metadata,
@@ -16,6 +17,7 @@ billing_accounts = sa.Table(
         primary_key=True,
     ),
     sa.Column("balance", sa.BigInteger, nullable=False),
+    sa.Column("entries", sa.BigInteger, nullable=False),
     sa.Column("updated_at", UtcDateTime, nullable=False),
 )
 
@@ -26,6 +28,9 @@ billing_transactions = sa.Table(
     metadata,
     id_column(),
     organization_column(),
+    # The entry's place in its organization's ledger (1, 2, ...): the order balances were applied in,
+    # which ids (made from each process's clock) only approximate across processes.
+    sa.Column("seq", sa.BigInteger, nullable=False),
     sa.Column("type", sa.String(8), nullable=False),
     sa.Column("amount", sa.BigInteger, nullable=False),
     sa.Column("balance_after", sa.BigInteger, nullable=False),
@@ -36,5 +41,5 @@ billing_transactions = sa.Table(
     sa.CheckConstraint(
         "(type = 'credit' AND amount > 0) OR (type = 'debit' AND amount <= 0)", name="amount_sign"
     ),
-    sa.Index(None, "organization_id", "id"),
+    sa.Index(None, "organization_id", "seq", unique=True),
 )

@@ -104,6 +104,18 @@ async def create_run(
     return run
 
 
+async def end_thread_runs(
+    conn: Conn, signals: SignalBus, prices: Prices, organization_id: str, thread_id: str
+) -> None:
+    """Cancels the thread's active runs before the thread is deleted (its runs go with it): each is
+    charged for what it used and its streams end with ``run_completed``, as with any cancel."""
+    await _lock_thread(conn, organization_id, thread_id)
+    for run in await repository.active_of_thread(conn, organization_id, thread_id):
+        locked = await repository.get_any(conn, run.id, for_update=True)
+        if locked is not None and locked.is_active:
+            await _end(conn, signals, prices, locked, "cancelled", None)
+
+
 async def get_run(conn: Conn, organization_id: str, run_id: str) -> Run:
     run = await repository.get(conn, organization_id, run_id)
     if run is None:

@@ -270,7 +270,8 @@ def _json_or_null(value: Any) -> str | None:
 
 
 def _record(row: Row, prepared: Any) -> dict[str, Any]:
-    """A committed log record as ``GET /logs`` shows it (the id is where ``append`` put it)."""
+    """A committed log record, with the fields of ``GET /logs`` a reader of it needs (the id is where
+    ``append`` put it)."""
     committed_id = prepared[_ID_SLOT] if isinstance(prepared, list) else prepared["id"]
     return {
         "id": committed_id,

@@ -3,11 +3,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from threadline.keys.auth import principal_of
-from threadline.kit.deps import ConnDep, CursorDep
+from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
 from threadline.kit.errors import BadRequest
 from threadline.kit.metadata import MAX_KEY_CHARS, MAX_KEYS, MAX_VALUE_CHARS
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
+from threadline.runs.service import end_thread_runs
 from threadline.threads import service
 from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate
 
@@ -92,6 +93,9 @@ async def update_thread(threadId: str, body: ThreadUpdate, request: Request, con
     response_model=ThreadOut,
     responses=errors(404, *AUTHENTICATED),
 )
-async def delete_thread(threadId: str, request: Request, conn: ConnDep) -> ThreadOut:
-    """Deletes the thread with its messages; answers with the deleted thread."""
-    return ThreadOut.of(await service.delete_thread(conn, principal_of(request).organization_id, threadId))
+async def delete_thread(threadId: str, request: Request, conn: ConnDep, services: ServicesDep) -> ThreadOut:
+    """Deletes the thread with its messages and runs (an active run is cancelled first, and charged for
+    what it used); answers with the deleted thread."""
+    organization_id = principal_of(request).organization_id
+    await end_thread_runs(conn, services.signals, services.prices, organization_id, threadId)
+    return ThreadOut.of(await service.delete_thread(conn, organization_id, threadId))
