@@ -8,10 +8,11 @@ import json
 from typing import Any
 
 import httpx
+from sqlalchemy.engine import Connection
 
 from tests.automations.helpers import automation_runs, create, get, on_log, runs_per_automation
 from tests.support import Tenant
-from threadline.automations import service
+from threadline.automations import repository, service
 from threadline.kit.clock import ManualClock
 from threadline.runtime import Services
 
@@ -131,21 +132,72 @@ async def test_changes_apply_to_the_next_record(
     assert len(await fired(client, tenant, services, created["id"])) == 1
 
 
-async def test_concurrent_firings_respect_the_cooldown(
+async def owe(
+    services: Services, tenant: Tenant, automation_id: str, message: str, clock: ManualClock
+) -> None:
+    """A firing owed as the log writer records it with a matching record (in its own transaction here)."""
+    record = {"id": "log_x", "message": message}
+    firing = {"automation_id": automation_id, "organization_id": tenant.org_id, "record": record,
+              "matched_at": clock.now()}  # fmt: skip
+    await services.db.write_session(lambda connection: _owe(connection, firing))
+
+
+def _owe(connection: Connection, firing: dict[str, Any]) -> None:
+    with connection.begin():
+        repository.owe_firings(connection, [firing])
+
+
+async def test_concurrent_firings_settle_an_owed_firing_once(
     client: httpx.AsyncClient, tenant: Tenant, services: Services, clock: ManualClock
 ) -> None:
-    """Many processes (here: transactions on separate connections) firing one automation for different
-    records at once: the cooldown, checked under the automation's lock, lets exactly one through."""
-    created = await create(client, tenant, on_log(cooldownSeconds=60))
-    record = {"id": "log_x", "message": "boom"}
+    """Many processes (here: transactions on separate connections) settling one automation's owed
+    firing at once: exactly one run, and then nothing is owed."""
+    created = await create(client, tenant, on_log(cooldownSeconds=0))
+    await owe(services, tenant, created["id"], "boom", clock)
 
     async def fire() -> object:
         async with services.db.transaction() as conn:
             run, _ = await service.fire_log(
-                conn, services.signals, services.prices, created["id"], record, now=clock.now()
+                conn, services.signals, services.prices, created["id"], now=clock.now()
             )
         return run
 
     started = await asyncio.gather(*(fire() for _ in range(8)))
     assert sum(run is not None for run in started) == 1
     assert (await runs_per_automation(services))[created["id"]] == 1
+    async with services.db.transaction(write=False) as conn:
+        assert created["id"] not in await repository.owed_firings(conn)
+
+
+async def test_a_firing_owed_by_a_stopped_process_is_fired(
+    client: httpx.AsyncClient, tenant: Tenant, services: Services, clock: ManualClock
+) -> None:
+    """The record committed with its owed firing, then the process died before firing it: the sweep (at
+    start, and every 30 s) fires it, with the record in the run's input."""
+    created = await create(client, tenant, on_log())
+    await owe(services, tenant, created["id"], "left behind", clock)
+    await services.log_triggers.sweep()
+    runs = await fired(client, tenant, services, created["id"])
+    assert len(runs) == 1
+    messages = (await client.get(f"/v1/threads/{runs[0]['threadId']}/messages", headers=tenant.secret)).json()
+    assert '"message": "left behind"' in messages["data"][0]["content"]
+
+
+async def test_the_owed_firing_is_written_with_the_record(
+    client: httpx.AsyncClient, intake: httpx.AsyncClient, tenant: Tenant, services: Services
+) -> None:
+    """Between the record's commit and its firing, the firing is in the database, not only in memory."""
+    created = await create(client, tenant, on_log())
+    committed: list[object] = []
+    watch = services.log_triggers
+    original = watch.committed
+    watch.committed = committed.append  # type: ignore[method-assign,assignment]  # the firing never starts
+    try:
+        await ingest(intake, tenant, {"message": "kept", "level": "error"})
+    finally:
+        watch.committed = original  # type: ignore[method-assign]
+    assert committed
+    async with services.db.transaction(write=False) as conn:
+        assert created["id"] in await repository.owed_firings(conn)
+    await services.log_triggers.sweep()
+    assert len(await fired(client, tenant, services, created["id"])) == 1

@@ -9,8 +9,10 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 
-from threadline.automations.tables import automations
+from threadline.automations.tables import automation_firings, automations
 from threadline.kit.db import Conn
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
 
@@ -154,3 +156,28 @@ async def log_triggered(conn: Conn) -> list[Automation]:
     """Every enabled log-triggered automation, of every organization (the matcher keeps them in memory)."""
     query = sa.select(automations).where(automations.c.trigger_type == "log", automations.c.enabled.is_(True))
     return [_from_row(row) for row in (await conn.execute(query)).mappings()]
+
+
+def owe_firings(connection: Connection, firings: Sequence[Mapping[str, Any]]) -> None:
+    """Records firings owed (``automation_id``, ``organization_id``, ``record``, ``matched_at``) in the
+    caller's transaction, the log writer's: a plain connection, since it runs on the writer's thread. An
+    automation already owed one keeps it."""
+    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(automation_firings).on_conflict_do_nothing(index_elements=["automation_id"])
+    connection.execute(statement, list(firings))
+
+
+async def take_firing(conn: Conn, automation_id: str) -> dict[str, Any] | None:
+    """The record of the firing owed for the automation, now no longer owed (once the transaction
+    commits); None if none is. Lock the automation first: its deletion removes this row after it."""
+    where = automation_firings.c.automation_id == automation_id
+    row = (await conn.execute(sa.select(automation_firings.c.record).where(where).with_for_update())).first()
+    if row is None:
+        return None
+    await conn.execute(automation_firings.delete().where(where))
+    return dict(row.record)
+
+
+async def owed_firings(conn: Conn) -> list[str]:
+    """Automations owed a firing (left by a process that stopped before firing them, or not yet fired)."""
+    return list((await conn.execute(sa.select(automation_firings.c.automation_id))).scalars())

@@ -146,19 +146,18 @@ async def fire_schedule(
 
 
 async def fire_log(
-    conn: Conn,
-    signals: SignalBus,
-    prices: Prices,
-    automation_id: str,
-    record: Mapping[str, Any],
-    *,
-    now: datetime,
+    conn: Conn, signals: SignalBus, prices: Prices, automation_id: str, *, now: datetime
 ) -> tuple[Run | None, datetime | None]:
-    """The log trigger's firing for ``record``, unless it is disabled or cooling down; with the run, when
-    the automation last fired as of this transaction (for the caller's own cooldown estimate)."""
+    """Settles the firing owed to the automation (``repository.owe_firings``), if one still is: a run
+    with the matching record, unless the automation is disabled or cooling down (then the firing is
+    dropped). With the run, when the automation last fired as of this transaction (for the caller's own
+    cooldown estimate)."""
     automation = await repository.get(conn, None, automation_id, lock=True)
-    if automation is None or not _may_fire_on_log(automation, now):
-        return None, automation.last_triggered_at if automation else None
+    if automation is None:
+        return None, None
+    record = await repository.take_firing(conn, automation_id)
+    if record is None or not _may_fire_on_log(automation, now):
+        return None, automation.last_triggered_at
     run = await _start_run(conn, signals, prices, automation, "log", record)
     await repository.record_firing(conn, automation.id, at=now, next_run_at=None, error=None)
     return run, now
@@ -168,14 +167,17 @@ async def firing_failed(
     conn: Conn, automation_id: str, kind: Firing, error: ApiError, *, now: datetime
 ) -> bool:
     """Leaves ``error`` on the automation, in a transaction of its own (the firing's rolled back), and
-    counts the firing as done: a schedule moves to its next time, a log trigger's cooldown starts.
-    False when the automation changed meanwhile (deleted, disabled, fired by another process)."""
+    counts the firing as done: a schedule moves to its next time, a log trigger's cooldown starts (and
+    its firing is no longer owed). False when the automation changed meanwhile (deleted, disabled, fired
+    by another process)."""
     automation = await repository.get(conn, None, automation_id, lock=True)
     if automation is None:
         return False
     if kind == "schedule" and not _is_due(automation, now):
         return False
-    if kind == "log" and not _may_fire_on_log(automation, now):
+    if kind == "log" and (
+        await repository.take_firing(conn, automation_id) is None or not _may_fire_on_log(automation, now)
+    ):
         return False
     next_run_at = _next_run(automation.trigger, True, now) if kind == "schedule" else None
     code = error.reason or error.code

@@ -29,3 +29,22 @@ automations = sa.Table(
     sa.Index(None, "next_run_at"),
     sa.Index(None, "trigger_type", "enabled"),
 )
+
+# Log-trigger firings owed: written in the same transaction as the log record that matched, deleted in the
+# same transaction as the firing that settles them (a run, a cooldown that drops it, or a lastError). So a
+# matching record, once acknowledged, is fired even if its process dies right after the commit: another
+# process (or this one, restarted) finds the row. One row per automation: while one is owed, later matches
+# add nothing (the firing starts the cooldown they would fall into).
+automation_firings = sa.Table(
+    "automation_firings",
+    metadata,
+    sa.Column(
+        "automation_id",
+        sa.String(40),
+        sa.ForeignKey("automations.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    organization_column(),
+    sa.Column("record", JsonType, nullable=False),
+    sa.Column("matched_at", UtcDateTime, nullable=False),
+)

@@ -3,15 +3,17 @@
 Matching runs on the intake's path, before the commit, so it must cost nothing when no automation
 listens: the rules live in memory, by organization (loaded at start, reloaded when automations change:
 at once in the process that changed them, on the ``automations.changed`` signal elsewhere, and every
-``_REFRESH_SECONDS`` in case a signal was lost). The records a rule picked are handed back after their
-commit (``telemetry.writer.RecordWatch``) and fired in the background, at most one firing per automation
-at a time and none while its cooldown runs as far as this process knows; the database has the last word
-(``service.fire_log`` re-checks the cooldown under the automation's lock). Records that match while a
-firing of the same automation is under way are not queued: even with ``cooldownSeconds: 0`` a burst of
-matching records starts one run per firing, not one per record.
+``_REFRESH_SECONDS`` in case a signal was lost). A rule cooling down, as far as this process knows, picks
+nothing.
 
-A record triggers only after its commit, and a firing is its own transaction: a process killed between
-the two loses that firing (the record itself is kept).
+What a rule picks is written as a firing owed (``automation_firings``, one per automation) in the records'
+own transaction (``telemetry.writer.RecordWatch``), so an acknowledged record that matched is fired even
+if the process dies right after the commit. After the commit the firing runs in the background, one per
+automation at a time; the database has the last word (``service.fire_log`` re-checks the cooldown under
+the automation's lock). Firings left owed (a process that stopped, a match during a firing) are swept at
+start and every ``_REFRESH_SECONDS``, and after each firing of the same automation. While a firing is
+owed, further matches add nothing to it: a burst of matching records starts one run, even with
+``cooldownSeconds: 0``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from threadline.automations import repository, service
 from threadline.automations.repository import Automation
@@ -45,6 +50,7 @@ _REFRESH_SECONDS = 30.0
 @dataclass(slots=True)
 class _Rule:
     automation_id: str
+    organization_id: str
     project_id: str | None
     levels: frozenset[str]
     contains: str | None  # lower-cased
@@ -57,12 +63,16 @@ class _Rule:
         contains = trigger.get("contains")
         return cls(
             automation_id=automation.id,
+            organization_id=automation.organization_id,
             project_id=trigger.get("projectId"),
             levels=frozenset(levels_at_or_above(trigger["level"])),
             contains=contains.lower() if contains else None,
             cooldown=timedelta(seconds=int(trigger["cooldownSeconds"])),
             last_fired=automation.last_triggered_at,
         )
+
+    def cooling(self, now: datetime) -> bool:
+        return self.last_fired is not None and now < self.last_fired + self.cooldown
 
     def matches(self, row: Row) -> bool:
         return (
@@ -83,6 +93,7 @@ class LogTriggers:
         self._stale = asyncio.Event()
         self._refresher: asyncio.Task[None] | None = None
         self._firing: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()  # owed firings that arrived while their automation was firing
         # Reloads may overlap (a change's and the refresher's): the result of one that began before the
         # last applied one is older, and is dropped.
         self._reloads_begun = 0
@@ -92,6 +103,7 @@ class LogTriggers:
     async def start(self) -> None:
         try:
             await self.reload()
+            await self.sweep()
         except Exception:  # the database away at start: the refresher tries again
             log.exception("could not load the log triggers")
         self._refresher = asyncio.create_task(self._refresh(), name="log-triggers")
@@ -142,51 +154,90 @@ class LogTriggers:
     def match(self, rows: Sequence[Row]) -> list[tuple[Any, int]]:
         if not self._rules:
             return []
+        now = self._clock.now()
         hits: list[tuple[Any, int]] = []
+        picked: set[str] = set()  # one record per automation and request is enough: one firing is owed
         for index, row in enumerate(rows):
             for rule in self._rules.get(row["organization_id"], ()):
-                if rule.matches(row):
+                if rule.automation_id not in picked and rule.matches(row) and not rule.cooling(now):
+                    picked.add(rule.automation_id)
                     hits.append((rule, index))
         return hits
 
-    def committed(self, hits: list[tuple[Any, dict[str, Any]]]) -> None:
+    def persist(self, connection: Connection, hits: list[tuple[Any, dict[str, Any]]]) -> None:
         now = self._clock.now()
+        owed: dict[str, dict[str, Any]] = {}
         for rule, record in hits:
-            assert isinstance(rule, _Rule)
-            if rule.automation_id in self._firing:
-                continue  # one firing at a time; it will start the cooldown
-            if rule.last_fired is not None and now < rule.last_fired + rule.cooldown:
-                continue
-            task = asyncio.create_task(self._fire(rule, record), name=f"log-trigger-{rule.automation_id}")
-            self._firing[rule.automation_id] = task
-            task.add_done_callback(functools.partial(self._fired, rule.automation_id))
+            owed.setdefault(
+                rule.automation_id,
+                {
+                    "automation_id": rule.automation_id,
+                    "organization_id": rule.organization_id,
+                    "record": record,
+                    "matched_at": now,
+                },
+            )
+        try:
+            with connection.begin_nested():
+                repository.owe_firings(connection, list(owed.values()))
+        except sa.exc.IntegrityError:  # an automation deleted since the match: owed one by one
+            for firing in owed.values():
+                try:
+                    with connection.begin_nested():
+                        repository.owe_firings(connection, [firing])
+                except sa.exc.IntegrityError:
+                    log.info("automation %s was deleted: its firing is dropped", firing["automation_id"])
 
-    async def _fire(self, rule: _Rule, record: dict[str, Any]) -> None:
+    def committed(self, hits: list[tuple[Any, dict[str, Any]]]) -> None:
+        for rule, _record in hits:
+            self._kick(rule.automation_id)
+
+    async def sweep(self) -> None:
+        """Fires what is owed, whoever owed it (a process that stopped before firing included)."""
+        async with self._db.transaction(write=False) as conn:
+            owed = await repository.owed_firings(conn)
+        for automation_id in owed:
+            self._kick(automation_id)
+
+    def _kick(self, automation_id: str) -> None:
+        if automation_id in self._firing:
+            self._again.add(automation_id)  # it may have taken its owed firing before this one
+            return
+        task = asyncio.create_task(self._fire(automation_id), name=f"log-trigger-{automation_id}")
+        self._firing[automation_id] = task
+        task.add_done_callback(functools.partial(self._fired, automation_id))
+
+    async def _fire(self, automation_id: str) -> None:
         now = self._clock.now()
         try:
             try:
                 async with self._db.transaction() as conn:
                     run, last_fired = await service.fire_log(
-                        conn, self._signals, self._prices, rule.automation_id, record, now=now
+                        conn, self._signals, self._prices, automation_id, now=now
                     )
             except ApiError as error:
                 async with self._db.transaction() as conn:
-                    if await service.firing_failed(conn, rule.automation_id, "log", error, now=now):
-                        log.warning(
-                            "automation %s fired without a run: %s", rule.automation_id, error.message
-                        )
-                rule.last_fired = now
-                return
-            rule.last_fired = last_fired
-            if run is not None:
-                log.info(
-                    "automation %s fired on log record %s: run %s", rule.automation_id, record["id"], run.id
-                )
-        except Exception:
-            log.exception("automation %s could not fire", rule.automation_id)
+                    if await service.firing_failed(conn, automation_id, "log", error, now=now):
+                        log.warning("automation %s fired without a run: %s", automation_id, error.message)
+                last_fired = now
+            else:
+                if run is not None:
+                    log.info("automation %s fired: run %s", automation_id, run.id)
+            for rule in self._rules_of(automation_id):
+                rule.last_fired = last_fired
+        except Exception:  # the database away: the sweep fires it later
+            log.exception("automation %s could not fire", automation_id)
 
     def _fired(self, automation_id: str, _task: object) -> None:
         self._firing.pop(automation_id, None)
+        if automation_id in self._again:
+            self._again.discard(automation_id)
+            self._kick(automation_id)
+
+    def _rules_of(self, automation_id: str) -> list[_Rule]:
+        return [
+            rule for rules in self._rules.values() for rule in rules if rule.automation_id == automation_id
+        ]
 
     def _find(self, organization_id: str, automation_id: str) -> _Rule | None:
         for rule in self._rules.get(organization_id, ()):
@@ -204,5 +255,6 @@ class LogTriggers:
             self._stale.clear()
             try:
                 await self.reload()
+                await self.sweep()
             except Exception:
                 log.exception("could not reload the log triggers")

@@ -1,6 +1,6 @@
 """Every domain's tables, imported in one place so migrations and tests see the whole schema."""
 
-from threadline.automations.tables import automations
+from threadline.automations.tables import automation_firings, automations
 from threadline.billing.tables import billing_accounts, billing_transactions
 from threadline.keys.tables import api_keys
 from threadline.messages.tables import messages
@@ -35,6 +35,7 @@ def is_declared(name: str | None, type_: str) -> bool:
 __all__ = [
     "api_keys",
     "artifacts",
+    "automation_firings",
     "automations",
     "billing_accounts",
     "billing_transactions",

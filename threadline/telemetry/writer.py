@@ -55,8 +55,13 @@ class RecordWatch(Protocol):
         """Before the commit, on the request's path (so: cheap): the rows wanted, as (tag, index)."""
         ...
 
+    def persist(self, connection: Connection, hits: list[tuple[Any, dict[str, Any]]]) -> None:
+        """Inside the records' own transaction (on the writer's thread): each tag with its record, id
+        included, to be written with them."""
+        ...
+
     def committed(self, hits: list[tuple[Any, dict[str, Any]]]) -> None:
-        """After the commit: each tag with its record as the API shows it (id included)."""
+        """After the commit, on the loop: the same hits."""
         ...
 
 
@@ -136,9 +141,15 @@ class LogWriter:
         return group
 
     def _commit(self, connection: Connection, group: list[_Waiter], loop: asyncio.AbstractEventLoop) -> None:
+        hits: list[tuple[Any, dict[str, Any]]] = []
         try:
             with connection.begin():
                 append(connection, [row for waiter in group for row in waiter.rows])
+                hits = [
+                    (tag, _record(row, prepared)) for waiter in group for tag, row, prepared in waiter.watched
+                ]
+                if hits and self._watch is not None:
+                    self._watch.persist(connection, hits)
         except (sa.exc.IntegrityError, sa.exc.DataError) as exc:  # the data's fault, not the database's
             if len(group) == 1:
                 loop.call_soon_threadsafe(_fail, group, exc)
@@ -149,14 +160,12 @@ class LogWriter:
         except Exception as exc:
             loop.call_soon_threadsafe(_fail, group, exc)
             return
-        loop.call_soon_threadsafe(self._committed, group)
+        loop.call_soon_threadsafe(self._committed, group, hits)
 
-    def _committed(self, group: list[_Waiter]) -> None:
-        hits: list[tuple[Any, dict[str, Any]]] = []
+    def _committed(self, group: list[_Waiter], hits: list[tuple[Any, dict[str, Any]]]) -> None:
         for waiter in group:
             if not waiter.future.done():
                 waiter.future.set_result(None)
-            hits.extend((tag, _record(row, prepared)) for tag, row, prepared in waiter.watched)
         if hits and self._watch is not None:
             try:
                 self._watch.committed(hits)

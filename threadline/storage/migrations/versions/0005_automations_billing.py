@@ -66,6 +66,30 @@ def upgrade() -> None:
         )
 
     op.create_table(
+        "automation_firings",
+        sa.Column("automation_id", sa.String(length=40), nullable=False),
+        sa.Column("organization_id", sa.String(length=40), nullable=False),
+        sa.Column(
+            "record",
+            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            nullable=False,
+        ),
+        sa.Column("matched_at", threadline.kit.db.UtcDateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["automation_id"],
+            ["automations.id"],
+            name=op.f("fk_automation_firings_automation_id_automations"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["organization_id"],
+            ["organizations.id"],
+            name=op.f("fk_automation_firings_organization_id_organizations"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("automation_id", name=op.f("pk_automation_firings")),
+    )
+    op.create_table(
         "billing_accounts",
         sa.Column("organization_id", sa.String(length=40), nullable=False),
         sa.Column("balance", sa.BigInteger(), nullable=False),
@@ -119,6 +143,7 @@ def downgrade() -> None:
 
     op.drop_table("billing_transactions")
     op.drop_table("billing_accounts")
+    op.drop_table("automation_firings")
     with op.batch_alter_table("automations", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_automations_trigger_type_enabled"))
         batch_op.drop_index(batch_op.f("ix_automations_organization_id_id"))
