@@ -1,18 +1,30 @@
 """The automation tests' app runs on a ``ManualClock``: schedules are stepped through hours without
-sleeping, and the scheduler's background loop sees the same (frozen) time as the test."""
+sleeping, and the scheduler's background loop sees the same (frozen) time as the test.
+
+Each test's automations are deleted after it, and the runs they started that have not ended are
+cancelled: the database is shared by the session, and schedules left behind (due at the manual clock's
+times, long past on the real one) or queued runs would be fired and executed by every later test's server,
+loading the machine with runs nobody asked for."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from fastapi import FastAPI
 
 from threadline.app import create_app
+from threadline.automations.tables import automations
 from threadline.config import Settings
 from threadline.kit.clock import ManualClock
+from threadline.kit.errors import ApiError
+from threadline.runs.repository import ACTIVE
+from threadline.runs.service import cancel_run
+from threadline.runs.tables import runs
 from threadline.runtime import open_services
 from threadline.telemetry.intake import create_intake_app
 
@@ -30,6 +42,14 @@ async def app(settings: Settings, clock: ManualClock) -> AsyncIterator[FastAPI]:
         application = create_app(settings, services)
         async with application.router.lifespan_context(application):
             yield application
+        async with services.db.transaction() as conn:
+            await conn.execute(automations.delete())
+            active = sa.select(runs.c.id, runs.c.organization_id).where(runs.c.status.in_(ACTIVE))
+            left = (await conn.execute(active)).all()
+        for run_id, organization_id in left:
+            with contextlib.suppress(ApiError):
+                async with services.db.transaction() as conn:
+                    await cancel_run(conn, services.signals, services.prices, organization_id, run_id)
 
 
 @pytest.fixture

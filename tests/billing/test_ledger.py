@@ -249,3 +249,5 @@ class TestEnforcement:
         after = await get(client, tenant, created["id"])
         assert after["lastError"]["code"] == "INSUFFICIENT_CREDITS"
         assert after["lastTriggeredAt"] is not None and after["nextRunAt"] > after["lastTriggeredAt"]
+        # Not left to fire every minute in the later tests that share this database.
+        await client.delete(f"/v1/automations/{created['id']}", headers=tenant.secret)
