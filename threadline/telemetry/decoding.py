@@ -434,7 +434,9 @@ def _storable(kind: Kind, rows: list[Row], body: bytes) -> list[Row]:
     the parser accepts them, JSON does not have them, PostgreSQL's jsonb refuses them). Bodies without
     those spellings, nearly all of them, need no closer look."""
     nul = b"\\u0000" in body
-    non_finite = b"NaN" in body or b"Infinity" in body or _LARGE_EXPONENT.search(body) is not None
+    non_finite = (
+        b"NaN" in body or b"Infinity" in body or any(p.search(body) is not None for p in _LARGE_EXPONENTS)
+    )
     if nul or non_finite:
         for index, row in enumerate(rows):
             for column, field in _TEXT_FIELDS[kind]:
@@ -448,9 +450,10 @@ def _storable(kind: Kind, rows: list[Row], body: bytes) -> list[Row]:
     return rows
 
 
-# Separate tests: substring searches are memchr-fast, and a regex without alternatives scans a 100 KB body
-# in half the time of one with them (measured: 0.68 vs 1.34 ms).
-_LARGE_EXPONENT = re.compile(rb"[eE]\+?[0-9]{3}")
+# Separate tests: substring searches are memchr-fast, and a regex that starts with a literal character
+# skips ahead to it, where one that starts with a class ([eE]) tries every byte; two patterns scan a 100 KB
+# body in 0.5 ms where the one with the class took 1.3 (measured on the bench's batch).
+_LARGE_EXPONENTS = (re.compile(rb"e\+?[0-9]{3}"), re.compile(rb"E\+?[0-9]{3}"))
 
 
 def _has_non_finite(value: Any) -> bool:
