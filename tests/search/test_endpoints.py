@@ -207,3 +207,39 @@ async def test_every_match_once_across_pages(
         page += 1
     assert len(seen) == len(set(seen)) == matches
     assert set(seen) == expected
+
+
+async def test_sqlite_excluding_the_other_organizations_finds_the_same(
+    client: httpx.AsyncClient,
+    services: Services,
+    tenant: Tenant,
+    other_tenant: Tenant,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The tenant filter written as an exclusion of every other organization (SQLite, few organizations):
+    the same hits and counts as the plain filter, never another organization's messages."""
+    if not services.db.is_sqlite:
+        pytest.skip("an SQLite plan")
+    from threadline.search import sqlite
+
+    async def sizes(_self: object, _conn: object) -> dict[str, int]:
+        return {tenant.org_id: 10**9}
+
+    monkeypatch.setattr(sqlite, "_MAX_EXCLUDED", 10**6)
+    monkeypatch.setattr(sqlite._TenantFilter, "_sizes_of", sizes)
+    first = (await make_thread(client, tenant))["id"]
+    second = (await make_thread(client, tenant))["id"]
+    mine = await say(client, tenant, first, "wallaby sighting", role="user")
+    answer = await say(client, tenant, first, "wallaby facts", role="assistant")
+    elsewhere = await say(client, tenant, second, "wallaby again")
+    theirs = (await make_thread(client, other_tenant))["id"]
+    await say(client, other_tenant, theirs, "wallaby in another organization")
+
+    body = await search(client, tenant, "messages", q="wallaby")
+    assert set(ids(body)) == {mine, answer, elsewhere}
+    assert body["pagination"]["totalResults"] == 3  # type: ignore[index]
+    assert set(ids(await search(client, tenant, "messages", q="wallaby -again"))) == {mine, answer}
+    assert ids(await search(client, tenant, "messages", q="wallaby", threadId=first, role="assistant")) == [
+        answer
+    ]
+    assert ids(await search(client, tenant, "messages", q="wallaby", threadId=theirs)) == []

@@ -14,7 +14,7 @@ a doclist as long as the table, and stepping through it doubled the cost of coun
 (1,000,000 messages: "error" 51 ms instead of 19). So when the other organizations are few and hold fewer
 messages, the filter excludes them instead (``NOT organization_id : …``), whose doclists are short. The
 organizations are read in the search's own transaction, so the excluded set is exactly the others; only
-the sizes that pick the form are from a statistic refreshed every minute."""
+the sizes that pick the form come from a statistic (threads per organization) refreshed every minute."""
 
 from __future__ import annotations
 
@@ -47,16 +47,18 @@ class _TenantFilter:
     """Writes an organization's filter for a MATCH expression (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._sizes: dict[str, float] = {}
+        self._sizes: dict[str, int] = {}
         self._sizes_at = -_SIZES_TTL_SECONDS
 
-    async def _size_of(self, conn: Conn) -> dict[str, float]:
-        """Messages per organization, as the threads count them; only ever used to pick a form."""
+    async def _sizes_of(self, conn: Conn) -> dict[str, int]:
+        """Threads per organization: a stand-in for their messages that the (organization_id, id) index
+        counts without reading a row (summing ``message_count`` read every thread: 7-13 ms at 10,000
+        threads). Only ever used to pick a form."""
         if time.monotonic() - self._sizes_at >= _SIZES_TTL_SECONDS:
-            size = sa.func.total(threads.c.message_count).label("size")
+            size = sa.func.count().label("size")
             query = sa.select(threads.c.organization_id, size).group_by(threads.c.organization_id)
             rows = (await conn.execute(query)).mappings()
-            self._sizes = {row["organization_id"]: float(row["size"]) for row in rows}
+            self._sizes = {row["organization_id"]: int(row["size"]) for row in rows}
             self._sizes_at = time.monotonic()
         return self._sizes
 
@@ -67,8 +69,8 @@ class _TenantFilter:
         others = list((await conn.execute(query.limit(_MAX_EXCLUDED + 1))).scalars())
         if len(others) > _MAX_EXCLUDED:
             return mine
-        sizes = await self._size_of(conn)
-        if sum(sizes.get(o, 0.0) for o in others) >= sizes.get(organization_id, 0.0):
+        sizes = await self._sizes_of(conn)
+        if sum(sizes.get(o, 0) for o in others) >= sizes.get(organization_id, 0):
             return mine
         if not others:
             return expression
