@@ -1,7 +1,7 @@
-"""SQLite FTS5: ``messages_fts`` and ``threads_fts`` index the tables' text (prefix indexes, unstemmed
-words) and their tenant columns, kept in sync by triggers inside the writing transaction (migration
-0002). Tenant, thread and role filters are FTS columns too, so FTS5 intersects them with the words rather
-than the query visiting every match to filter it afterwards.
+"""SQLite FTS5: ``messages_fts`` and ``threads_fts`` index the tables' text (prefix indexes of 2 to 8
+letters, unstemmed words) and their tenant columns, kept in sync by triggers inside the writing
+transaction (migrations 0002, 0006). Tenant, thread and role filters are FTS columns too, so FTS5
+intersects them with the words rather than the query visiting every match to filter it afterwards.
 
 FTS5 counts a match expression over its doclists without reading a table row, and returns matches in
 rowid (= ``seq``) order, newest first with ``ORDER BY rowid DESC``: the newest matches are the start of
@@ -33,9 +33,12 @@ from threadline.threads.tables import threads
 
 
 def _exact(column: str, value: str) -> str:
-    """A filter on an indexed column; ids are indexed without their prefix (migration 0002)."""
+    """A filter on an indexed column; ids are indexed without their prefix (migration 0002), roles after a
+    ``0`` (migration 0006)."""
     if column.endswith("_id"):
         value = value.partition("_")[2] or value
+    elif column == "role":
+        value = "0" + value
     return f'{column} : "' + value.replace('"', '""') + '"'
 
 
