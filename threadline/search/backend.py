@@ -74,15 +74,21 @@ class Matches(Protocol):
 
 async def page_of(matches: Matches, query: Query, text: str, page: PageParams) -> Hits:
     """The page of ``matches`` in the order of the module docstring; ``text`` names the searched column."""
-    total = await matches.count()
+    candidates: list[int] = []
+    if page.offset < CANDIDATES:
+        candidates = await matches.newest(0, CANDIDATES)
+    if page.offset < CANDIDATES and len(candidates) < CANDIDATES:
+        total = len(candidates)  # all the matches: no second walk to count them
+    else:
+        total = await matches.count()
     if total == 0 or page.offset >= total:
         return Hits(rows=[], total=total)
     matcher = Matcher(query)
     ranked_until = min(CANDIDATES, total)
     end = min(page.offset + page.limit, total)
     chosen: list[int] = []
-    if page.offset < ranked_until:
-        texts = await matches.texts(await matches.newest(0, ranked_until))
+    if candidates:
+        texts = await matches.texts(candidates)
         scores = dict(zip(texts, matcher.scores(list(texts.values())), strict=True))
         chosen = sorted(texts, key=lambda seq: (-scores[seq], -seq))[page.offset : end]
     if end > ranked_until:
