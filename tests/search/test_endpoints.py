@@ -13,6 +13,7 @@ from tests.keys.test_auth import assert_error
 from tests.support import Tenant, make_tenant
 from tests.threads.test_endpoints import make_thread
 from threadline.runtime import Services
+from threadline.search import backend
 
 
 async def say(
@@ -179,6 +180,27 @@ class TestThreads:
         assert ids(await search(client, tenant, "threads", q="payments")) == [titled["id"]]
 
 
+async def walk_pages(
+    client: httpx.AsyncClient, tenant: Tenant, q: str, limit: int, matches: int
+) -> list[str]:
+    """Every page of a search, checking each page's pagination; the ids in page order."""
+    seen: list[str] = []
+    page = 1
+    while True:
+        body = await search(client, tenant, "messages", q=q, limit=limit, page=page)
+        pagination = body["pagination"]
+        assert pagination == {  # type: ignore[comparison-overlap]
+            "page": page,
+            "limit": limit,
+            "totalPages": math.ceil(matches / limit),
+            "totalResults": matches,
+        }
+        seen.extend(ids(body))
+        if page >= pagination["totalPages"]:  # type: ignore[index]
+            return seen
+        page += 1
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(matches=st.integers(min_value=0, max_value=45), noise=st.integers(0, 5), limit=st.integers(1, 12))
 async def test_every_match_once_across_pages(
@@ -190,20 +212,63 @@ async def test_every_match_once_across_pages(
     expected = {await say(client, tenant, thread, f"quokka entry {i}") for i in range(matches)}
     for i in range(noise):
         await say(client, tenant, thread, f"unrelated entry {i}")
-    seen: list[str] = []
-    page = 1
-    while True:
-        body = await search(client, tenant, "messages", q="quokka", limit=limit, page=page)
-        pagination = body["pagination"]
-        assert pagination == {  # type: ignore[comparison-overlap]
-            "page": page,
-            "limit": limit,
-            "totalPages": math.ceil(matches / limit),
-            "totalResults": matches,
-        }
-        seen.extend(ids(body))
-        if page >= pagination["totalPages"]:  # type: ignore[index]
-            break
-        page += 1
+    seen = await walk_pages(client, tenant, "quokka", limit, matches)
     assert len(seen) == len(set(seen)) == matches
     assert set(seen) == expected
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(matches=st.integers(min_value=0, max_value=14), limit=st.integers(1, 5))
+async def test_pages_cross_from_ranked_to_newest_first(
+    client: httpx.AsyncClient, services: Services, monkeypatch: pytest.MonkeyPatch, matches: int, limit: int
+) -> None:
+    """Property, with only the 4 newest matches ranked: they come first, by relevance, and every older
+    match follows newest first; each match once, across any page size."""
+    monkeypatch.setattr(backend, "CANDIDATES", 4)
+    tenant = await make_tenant(services, "ranked-head")
+    thread = (await make_thread(client, tenant))["id"]
+    # Older messages say it more often: relevance and recency disagree inside the ranked head.
+    written = [
+        await say(client, tenant, thread, " ".join(["numbat"] * (matches - i))) for i in range(matches)
+    ]
+    seen = await walk_pages(client, tenant, "numbat", limit, matches)
+    newest_first = written[::-1]
+    head = newest_first[:4]
+    assert seen[: len(head)] == sorted(head, key=written.index)  # denser first
+    assert seen[len(head) :] == newest_first[4:]
+
+
+async def test_sqlite_excluding_the_other_organizations_finds_the_same(
+    client: httpx.AsyncClient,
+    services: Services,
+    tenant: Tenant,
+    other_tenant: Tenant,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The tenant filter written as an exclusion of every other organization (SQLite, few organizations):
+    the same hits and counts as the plain filter, never another organization's messages."""
+    if not services.db.is_sqlite:
+        pytest.skip("an SQLite plan")
+    from threadline.search import sqlite
+
+    async def sizes(_self: object, _conn: object) -> dict[str, int]:
+        return {tenant.org_id: 10**9}
+
+    monkeypatch.setattr(sqlite, "_MAX_EXCLUDED", 10**6)
+    monkeypatch.setattr(sqlite._TenantFilter, "_sizes_of", sizes)
+    first = (await make_thread(client, tenant))["id"]
+    second = (await make_thread(client, tenant))["id"]
+    mine = await say(client, tenant, first, "wallaby sighting", role="user")
+    answer = await say(client, tenant, first, "wallaby facts", role="assistant")
+    elsewhere = await say(client, tenant, second, "wallaby again")
+    theirs = (await make_thread(client, other_tenant))["id"]
+    await say(client, other_tenant, theirs, "wallaby in another organization")
+
+    body = await search(client, tenant, "messages", q="wallaby")
+    assert set(ids(body)) == {mine, answer, elsewhere}
+    assert body["pagination"]["totalResults"] == 3  # type: ignore[index]
+    assert set(ids(await search(client, tenant, "messages", q="wallaby -again"))) == {mine, answer}
+    assert ids(await search(client, tenant, "messages", q="wallaby", threadId=first, role="assistant")) == [
+        answer
+    ]
+    assert ids(await search(client, tenant, "messages", q="wallaby", threadId=theirs)) == []

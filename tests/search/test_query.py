@@ -14,8 +14,9 @@ from threadline.search.query import Phrase, parse, to_fts5, to_tsquery
     ("text", "fts5", "tsquery"),
     [
         ("deploy", '"deploy"*', "deploy:*"),
-        ("Deploy FAILED", '"deploy"* AND ("failed"* OR "fail"*)', "deploy:* & failed:*"),
-        ("deploying", '("deploying"* OR "deploy"*)', "deploying:*"),
+        ("Deploy FAILED", '"deploy"* AND "fail"*', "deploy:* & failed:*"),
+        ("deploying", '"deploy"*', "deploying:*"),
+        ("staging", '("staging"* OR "stage"*)', "staging:*"),
         ("ins", '"ins"*', "ins:*"),
         (
             '"deploy failed" OR rollback',

@@ -94,14 +94,16 @@ def stem(word: str) -> str:
 
 def to_fts5(query: Query) -> str:
     """SQLite FTS5 over unstemmed words: a single word matches as a prefix of itself or of its stem (so
-    "deploying" finds "deployment", and "staging" still finds "staging" though its stem is "stage");
+    "deploying" finds "deployment", and "staging" still finds "staging" though its stem is "stage"; when the
+    stem begins the word, as "deploy" begins "deploying", the stem alone says the same);
     phrases match as written. Every word is quoted: FTS5 operators cannot leak in."""
 
     def phrase(p: Phrase) -> str:
         if not p.is_prefix:
             return '"' + " ".join(p.words) + '"'
         word, root = p.words[0], stem(p.words[0])
-        return f'"{word}"*' if root == word else f'("{word}"* OR "{root}"*)'
+        # A stem that begins the word already matches all the word matches: one prefix walk, not two.
+        return f'"{root}"*' if word.startswith(root) else f'("{word}"* OR "{root}"*)'
 
     def group(g: tuple[Phrase, ...]) -> str:
         return phrase(g[0]) if len(g) == 1 else "(" + " OR ".join(phrase(p) for p in g) + ")"
