@@ -157,13 +157,15 @@ async def other_tenant(services: Services) -> Tenant:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``distributed`` only make sense on PostgreSQL + Redis (several processes sharing state):
-    their embedded variants are deselected rather than skipped, so a skip in CI always means trouble."""
+    """Tests marked ``distributed`` only make sense on PostgreSQL + Redis (several processes sharing state),
+    tests marked ``embedded`` only on SQLite (its query plans): the other shape's variants are deselected
+    rather than skipped, so a skip in CI always means trouble."""
     selected, deselected = [], []
     for item in items:
         params = getattr(item, "callspec", None)
-        is_embedded = params is not None and params.params.get("backend") == "embedded"
-        (deselected if item.get_closest_marker("distributed") and is_embedded else selected).append(item)
+        shape = params.params.get("backend") if params is not None else None
+        other = {"embedded": "distributed", "distributed": "embedded"}.get(str(shape))
+        (deselected if other is not None and item.get_closest_marker(other) else selected).append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected

@@ -238,6 +238,7 @@ async def test_pages_cross_from_ranked_to_newest_first(
     assert seen[len(head) :] == newest_first[4:]
 
 
+@pytest.mark.embedded
 async def test_sqlite_excluding_the_other_organizations_finds_the_same(
     client: httpx.AsyncClient,
     services: Services,
@@ -247,8 +248,6 @@ async def test_sqlite_excluding_the_other_organizations_finds_the_same(
 ) -> None:
     """The tenant filter written as an exclusion of every other organization (SQLite, few organizations):
     the same hits and counts as the plain filter, never another organization's messages."""
-    if not services.db.is_sqlite:
-        pytest.skip("an SQLite plan")
     from threadline.search import sqlite
 
     async def sizes(_self: object, _conn: object) -> dict[str, int]:
