@@ -60,9 +60,14 @@ async def list_threads(request: Request, conn: ConnDep, page: CursorDep) -> Curs
     response_model=ThreadOut,
     responses=errors(400, 413, *AUTHENTICATED),
 )
-async def create_thread(body: ThreadCreate, request: Request, conn: ConnDep) -> ThreadOut:
-    thread = await service.create_thread(
-        conn, principal_of(request).organization_id, title=body.title, metadata=body.metadata
+async def create_thread(body: ThreadCreate, request: Request, services: ServicesDep) -> ThreadOut:
+    """Answered once the thread is committed, in a group commit shared with concurrent creates (hence no
+    request transaction here: ``ConnDep`` would hold the write lock the group needs)."""
+    thread = await service.create_thread_committed(
+        services.thread_inserts,
+        principal_of(request).organization_id,
+        title=body.title,
+        metadata=body.metadata,
     )
     return ThreadOut.of(thread)
 
