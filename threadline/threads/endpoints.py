@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from threadline.keys.auth import principal_of
 from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
@@ -10,7 +10,7 @@ from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
 from threadline.runs.service import end_thread_runs
 from threadline.threads import service
-from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate
+from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate, page_json
 
 router = APIRouter(prefix="/v1/threads", tags=["threads"])
 
@@ -45,12 +45,12 @@ def _metadata_filter(request: Request) -> dict[str, str]:
     responses=errors(400, *AUTHENTICATED),
     openapi_extra={"parameters": [_METADATA_FILTER]},
 )
-async def list_threads(request: Request, conn: ConnDep, page: CursorDep) -> CursorPage[ThreadOut]:
-    """The organization's threads, newest first."""
+async def list_threads(request: Request, conn: ConnDep, page: CursorDep) -> Response:
+    """The organization's threads, newest first (the body written directly: see ``page_json``)."""
     threads, next_cursor = await service.list_threads(
         conn, principal_of(request).organization_id, page, _metadata_filter(request)
     )
-    return CursorPage(data=[ThreadOut.of(t) for t in threads], next_cursor=next_cursor)
+    return Response(page_json(threads, next_cursor), media_type="application/json")
 
 
 @router.post(

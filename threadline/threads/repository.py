@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from threadline.kit.db import Conn, UtcDateTime
-from threadline.kit.pagination import CursorParams, fetch_cursor_page
+from threadline.kit.db import Conn, PlainQuery, UtcDateTime
+from threadline.kit.pagination import CursorParams, cut_page, fetch_cursor_page
 from threadline.threads.tables import threads
 
 
@@ -42,6 +43,39 @@ def from_row(row: sa.RowMapping) -> Thread:
     )
 
 
+class StoredThread(NamedTuple):
+    """A thread as the driver returns it (``kit.db.PlainQuery``), in ``ThreadOut``'s field order: times
+    and metadata still in stored form (see ``kit.db.stored_isoformat``, ``stored_json``)."""
+
+    id: str
+    title: str | None
+    metadata: Any
+    active_run_id: str | None
+    message_count: int
+    created_at: datetime | str
+    updated_at: datetime | str
+
+
+_STORED_COLUMNS = [
+    threads.c.id,
+    threads.c.title,
+    threads.c.meta,
+    threads.c.active_run_id,
+    threads.c.message_count,
+    threads.c.created_at,
+    threads.c.updated_at,
+]
+# The unfiltered list, newest first, tenant-scoped: the first page and the pages after a cursor.
+_NEWEST = (
+    sa.select(*_STORED_COLUMNS)
+    .where(threads.c.organization_id == sa.bindparam("organization_id"))
+    .order_by(threads.c.id.desc())
+    .limit(sa.bindparam("limit"))
+)
+_NEWEST_PAGE = PlainQuery(_NEWEST)
+_NEWEST_PAGE_AFTER = PlainQuery(_NEWEST.where(threads.c.id < sa.bindparam("after_id")))
+
+
 def search_text(title: str | None, metadata: Mapping[str, str]) -> str:
     """What thread search reads: the title and the metadata values."""
     return "\n".join([title or "", *metadata.values()])
@@ -67,12 +101,23 @@ class ThreadRepository:
 
     async def page(
         self, params: CursorParams, metadata: Mapping[str, str]
-    ) -> tuple[Sequence[Thread], str | None]:
-        query = sa.select(*_COLUMNS).where(threads.c.organization_id == self._organization_id)
-        for key, value in metadata.items():
-            query = query.where(threads.c.meta[key].as_string() == value)
-        rows, next_cursor = await fetch_cursor_page(self._conn, query, threads.c.id, params)
-        return [from_row(row._mapping) for row in rows], next_cursor
+    ) -> tuple[Sequence[StoredThread], str | None]:
+        """Newest first. Without a metadata filter (nearly every call) through the driver directly; a
+        filter's statement depends on its keys, so it goes through SQLAlchemy (rows then hold decoded
+        values, which ``StoredThread``'s readers accept as well)."""
+        if metadata:
+            query = sa.select(*_STORED_COLUMNS).where(threads.c.organization_id == self._organization_id)
+            for key, value in metadata.items():
+                query = query.where(threads.c.meta[key].as_string() == value)
+            rows, next_cursor = await fetch_cursor_page(self._conn, query, threads.c.id, params)
+            return [StoredThread._make(row) for row in rows], next_cursor
+        parameters = {"organization_id": self._organization_id, "limit": params.limit + 1}
+        if params.after_id is None:
+            found = await _NEWEST_PAGE.all(self._conn, parameters)
+        else:
+            found = await _NEWEST_PAGE_AFTER.all(self._conn, {**parameters, "after_id": params.after_id})
+        page, next_cursor = cut_page(found, params, lambda row: str(row[0]))
+        return [StoredThread._make(row) for row in page], next_cursor
 
     async def update(
         self, thread_id: str, *, title: str | None, metadata: dict[str, str], at: datetime

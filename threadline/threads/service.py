@@ -9,7 +9,7 @@ from threadline.kit.db import Conn, Database, GroupCommit
 from threadline.kit.errors import BadRequest, NotFound
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams
-from threadline.threads.repository import Thread, ThreadRepository, insert_threads
+from threadline.threads.repository import StoredThread, Thread, ThreadRepository, insert_threads
 
 ThreadInserts = GroupCommit[Thread]
 
@@ -63,7 +63,7 @@ async def get_thread(conn: Conn, organization_id: str, thread_id: str) -> Thread
 
 async def list_threads(
     conn: Conn, organization_id: str, params: CursorParams, metadata: Mapping[str, str]
-) -> tuple[Sequence[Thread], str | None]:
+) -> tuple[Sequence[StoredThread], str | None]:
     return await ThreadRepository(conn, organization_id).page(params, metadata)
 
 
