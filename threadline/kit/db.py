@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 import threading
 import time
 from collections import deque
@@ -129,6 +130,8 @@ class PlainQuery:
             compiled = self._compiled[conn.dialect.name] = (str(statement), names, dict(statement.params))
         sql, names, fixed = compiled
         values = tuple([parameters[name] if name in parameters else fixed[name] for name in names])
+        if isinstance(conn, _SqliteConnection):
+            return await conn.driver_rows(sql, values)
         return (await conn.exec_driver_sql(sql, values)).all()
 
 
@@ -163,6 +166,21 @@ class _SqliteConnection:
         if not self._long:
             return self._connection.execute(statement, parameters)
         return await _in_thread(lambda: self._connection.execute(statement, parameters))
+
+    async def driver_rows(self, sql: str, parameters: Sequence[Any]) -> list[Any]:
+        """The rows of ``sql`` from the driver's own cursor (``PlainQuery``): even ``exec_driver_sql``
+        measured 40 us of SQLAlchemy around a 30 us query."""
+        dbapi_connection = self._connection.connection.dbapi_connection
+        assert dbapi_connection is not None
+
+        def run() -> list[Any]:
+            try:
+                rows: list[Any] = dbapi_connection.execute(sql, parameters).fetchall()
+                return rows
+            except sqlite3.Error as exc:  # as SQLAlchemy raises it (OperationalError, ...)
+                raise sa.exc.DBAPIError.instance(sql, parameters, exc, sqlite3.Error) from exc
+
+        return await _in_thread(run) if self._long else run()
 
     async def exec_driver_sql(self, statement: str, parameters: Any = None) -> CursorResult[Any]:
         if not self._long:
