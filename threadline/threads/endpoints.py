@@ -46,7 +46,8 @@ def _metadata_filter(request: Request) -> dict[str, str]:
     openapi_extra={"parameters": [_METADATA_FILTER]},
 )
 async def list_threads(request: Request, conn: ConnDep, page: CursorDep) -> Response:
-    """The organization's threads, newest first (the body written directly: see ``page_json``)."""
+    """The organization's threads, newest first."""
+    # The body is written directly from the stored rows (see ``page_json``): the hottest read.
     threads, next_cursor = await service.list_threads(
         conn, principal_of(request).organization_id, page, _metadata_filter(request)
     )
@@ -61,8 +62,8 @@ async def list_threads(request: Request, conn: ConnDep, page: CursorDep) -> Resp
     responses=errors(400, 413, *AUTHENTICATED),
 )
 async def create_thread(body: ThreadCreate, request: Request, services: ServicesDep) -> ThreadOut:
-    """Answered once the thread is committed, in a group commit shared with concurrent creates (hence no
-    request transaction here: ``ConnDep`` would hold the write lock the group needs)."""
+    # Answered once the thread is committed, in a group commit shared with concurrent creates; hence no
+    # request transaction here (``ConnDep`` would hold the write lock the group needs).
     thread = await service.create_thread_committed(
         services.thread_inserts,
         principal_of(request).organization_id,
