@@ -121,16 +121,16 @@ async def test_a_failure_that_is_not_the_datas_fails_its_group_and_the_committer
     assert await committed_ids(services, tenant.org_id) == [later.id]
 
 
-async def test_plain_query_returns_stored_values_that_read_back_as_sqlalchemy_reads_them(
+async def test_a_plain_read_returns_stored_values_that_read_back_as_sqlalchemy_reads_them(
     services: Services, tenant: Tenant
 ) -> None:
     await create(services.thread_inserts, tenant, "plain")
     columns = [threads.c.id, threads.c.meta, threads.c.created_at]
     query = sa.select(*columns).where(threads.c.organization_id == sa.bindparam("organization_id"))
+    plain = await services.db.read(
+        PlainQuery(query.limit(sa.bindparam("limit"))), {"organization_id": tenant.org_id, "limit": 5}
+    )
     async with services.db.transaction(write=False) as conn:
-        plain = await PlainQuery(query.limit(sa.bindparam("limit"))).all(
-            conn, {"organization_id": tenant.org_id, "limit": 5}
-        )
         typed = (await conn.execute(query, {"organization_id": tenant.org_id})).all()
     assert len(plain) == len(typed) == 1
     assert plain[0][0] == typed[0][0]

@@ -54,12 +54,7 @@ class Conn(Protocol):
     @property
     def info(self) -> dict[Any, Any]: ...
 
-    @property
-    def dialect(self) -> Dialect: ...
-
     async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult[Any]: ...
-
-    async def exec_driver_sql(self, statement: str, parameters: Any = None) -> CursorResult[Any]: ...
 
 
 def after_commit(conn: Conn, callback: AfterCommit) -> None:
@@ -109,12 +104,13 @@ def stored_json(value: Any) -> Any:
 
 
 class PlainQuery:
-    """A fixed statement, compiled once per dialect and run straight through the driver.
+    """A fixed statement, compiled once per dialect and run alone through the driver (``Database.read``).
 
     For the hottest reads (``GET /v1/threads``): SQLAlchemy's per-execution work (the statement's cache
     key, the execution context, a type processor per value: a regular expression per SQLite datetime)
     measured more than the query itself. Rows come back as the driver returns them; read times with
-    ``stored_isoformat`` and JSON with ``stored_json``. Parameters are ``bindparam`` names."""
+    ``stored_isoformat`` and JSON with ``stored_json``. Parameters are ``bindparam`` names, passed as the
+    driver takes them (no bind processing: plain strings and numbers only)."""
 
     def __init__(self, statement: sa.Select[Any]) -> None:
         self._statement = statement
@@ -122,17 +118,15 @@ class PlainQuery:
         # (SQLite writes ``LIMIT ? OFFSET ?`` with the offset bound to 0).
         self._compiled: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {}
 
-    async def all(self, conn: Conn, parameters: Mapping[str, Any]) -> Sequence[Any]:
-        compiled = self._compiled.get(conn.dialect.name)
+    def bind(self, dialect: Dialect, parameters: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]]:
+        """The SQL for ``dialect`` and its positional parameters."""
+        compiled = self._compiled.get(dialect.name)
         if compiled is None:
-            statement = self._statement.compile(dialect=conn.dialect)
+            statement = self._statement.compile(dialect=dialect)
             names = tuple(statement.positiontup or ())
-            compiled = self._compiled[conn.dialect.name] = (str(statement), names, dict(statement.params))
+            compiled = self._compiled[dialect.name] = (str(statement), names, dict(statement.params))
         sql, names, fixed = compiled
-        values = tuple([parameters[name] if name in parameters else fixed[name] for name in names])
-        if isinstance(conn, _SqliteConnection):
-            return await conn.driver_rows(sql, values)
-        return (await conn.exec_driver_sql(sql, values)).all()
+        return sql, tuple([parameters[name] if name in parameters else fixed[name] for name in names])
 
 
 async def _in_thread(function: Callable[[], T]) -> T:
@@ -158,34 +152,10 @@ class _SqliteConnection:
     def info(self) -> dict[Any, Any]:
         return self._connection.info
 
-    @property
-    def dialect(self) -> Dialect:
-        return self._connection.dialect
-
     async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult[Any]:
         if not self._long:
             return self._connection.execute(statement, parameters)
         return await _in_thread(lambda: self._connection.execute(statement, parameters))
-
-    async def driver_rows(self, sql: str, parameters: Sequence[Any]) -> list[Any]:
-        """The rows of ``sql`` from the driver's own cursor (``PlainQuery``): even ``exec_driver_sql``
-        measured 40 us of SQLAlchemy around a 30 us query."""
-        dbapi_connection = self._connection.connection.dbapi_connection
-        assert dbapi_connection is not None
-
-        def run() -> list[Any]:
-            try:
-                rows: list[Any] = dbapi_connection.execute(sql, parameters).fetchall()
-                return rows
-            except sqlite3.Error as exc:  # as SQLAlchemy raises it (OperationalError, ...)
-                raise sa.exc.DBAPIError.instance(sql, parameters, exc, sqlite3.Error) from exc
-
-        return await _in_thread(run) if self._long else run()
-
-    async def exec_driver_sql(self, statement: str, parameters: Any = None) -> CursorResult[Any]:
-        if not self._long:
-            return self._connection.exec_driver_sql(statement, parameters)
-        return await _in_thread(lambda: self._connection.exec_driver_sql(statement, parameters))
 
 
 class Database:
@@ -275,6 +245,30 @@ class Database:
             finally:
                 connection.info.pop(_AFTER_COMMIT, None)
                 connection.close()
+
+    async def read(self, query: PlainQuery, parameters: Mapping[str, Any]) -> list[Any]:
+        """The rows of one ``PlainQuery``, run alone, outside any request transaction.
+
+        A single statement sees one snapshot by itself (SQLite in autocommit mode, PostgreSQL's statement
+        snapshot), so a read that is one query needs no transaction around it: on SQLite it runs on a pooled
+        driver connection without SQLAlchemy's connection, ``BEGIN`` and ``COMMIT`` (measured ~120 us of
+        CPU per request in place, plus ~70 us of FastAPI's generator dependency for ``ConnDep``)."""
+        if self._sync_engine is not None:
+            sql, values = query.bind(self._sync_engine.dialect, parameters)
+            async with self._slots:
+                pooled = self._sync_engine.raw_connection()
+                try:
+                    cursor = pooled.driver_connection.execute(sql, values)  # type: ignore[union-attr]
+                    rows: list[Any] = cursor.fetchall()
+                except sqlite3.Error as exc:  # as SQLAlchemy raises it (OperationalError, ...)
+                    raise sa.exc.DBAPIError.instance(sql, values, exc, sqlite3.Error) from exc
+                finally:
+                    pooled.close()
+            return rows
+        assert self._async_engine is not None
+        sql, values = query.bind(self._async_engine.dialect, parameters)
+        async with self._async_engine.connect() as connection:
+            return list((await connection.exec_driver_sql(sql, values)).all())
 
     async def write_session(self, function: Callable[[Connection], T]) -> T:
         """``function`` with a plain connection, holding this process's turn to write; it opens and commits

@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from threadline.keys.auth import principal_of
-from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
+from threadline.kit.deps import ConnDep, CursorDep, ServicesDep, get_services
 from threadline.kit.errors import BadRequest
 from threadline.kit.metadata import MAX_KEY_CHARS, MAX_KEYS, MAX_VALUE_CHARS
 from threadline.kit.openapi import AUTHENTICATED, errors
@@ -45,11 +45,13 @@ def _metadata_filter(request: Request) -> dict[str, str]:
     responses=errors(400, *AUTHENTICATED),
     openapi_extra={"parameters": [_METADATA_FILTER]},
 )
-async def list_threads(request: Request, conn: ConnDep, page: CursorDep) -> Response:
+async def list_threads(request: Request, page: CursorDep) -> Response:
     """The organization's threads, newest first."""
     # The body is written directly from the stored rows (see ``page_json``): the hottest read.
+    # No ConnDep: the unfiltered list is one statement and needs no request transaction (see the service).
+    services = await get_services(request)
     threads, next_cursor = await service.list_threads(
-        conn, principal_of(request).organization_id, page, _metadata_filter(request)
+        services.db, principal_of(request).organization_id, page, _metadata_filter(request)
     )
     return Response(page_json(threads, next_cursor), media_type="application/json")
 

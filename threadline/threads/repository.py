@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from threadline.kit.db import Conn, PlainQuery, UtcDateTime
+from threadline.kit.db import Conn, Database, PlainQuery, UtcDateTime
 from threadline.kit.pagination import CursorParams, cut_page, fetch_cursor_page
 from threadline.threads.tables import threads
 
@@ -102,22 +102,14 @@ class ThreadRepository:
     async def page(
         self, params: CursorParams, metadata: Mapping[str, str]
     ) -> tuple[Sequence[StoredThread], str | None]:
-        """Newest first. Without a metadata filter (nearly every call) through the driver directly; a
-        filter's statement depends on its keys, so it goes through SQLAlchemy (rows then hold decoded
-        values, which ``StoredThread``'s readers accept as well)."""
-        if metadata:
-            query = sa.select(*_STORED_COLUMNS).where(threads.c.organization_id == self._organization_id)
-            for key, value in metadata.items():
-                query = query.where(threads.c.meta[key].as_string() == value)
-            rows, next_cursor = await fetch_cursor_page(self._conn, query, threads.c.id, params)
-            return [StoredThread._make(row) for row in rows], next_cursor
-        parameters = {"organization_id": self._organization_id, "limit": params.limit + 1}
-        if params.after_id is None:
-            found = await _NEWEST_PAGE.all(self._conn, parameters)
-        else:
-            found = await _NEWEST_PAGE_AFTER.all(self._conn, {**parameters, "after_id": params.after_id})
-        page, next_cursor = cut_page(found, params, lambda row: str(row[0]))
-        return [StoredThread._make(row) for row in page], next_cursor
+        """Newest first, only those whose metadata holds every given key and value (the filter's statement
+        depends on its keys, so it goes through SQLAlchemy: rows hold decoded values, which
+        ``StoredThread``'s readers accept as well). Without a filter: ``newest_page``."""
+        query = sa.select(*_STORED_COLUMNS).where(threads.c.organization_id == self._organization_id)
+        for key, value in metadata.items():
+            query = query.where(threads.c.meta[key].as_string() == value)
+        rows, next_cursor = await fetch_cursor_page(self._conn, query, threads.c.id, params)
+        return [StoredThread._make(row) for row in rows], next_cursor
 
     async def update(
         self, thread_id: str, *, title: str | None, metadata: dict[str, str], at: datetime
@@ -141,6 +133,20 @@ class ThreadRepository:
 
     async def delete(self, thread_id: str) -> None:
         await self._conn.execute(threads.delete().where(self._where(thread_id)))
+
+
+async def newest_page(
+    db: Database, organization_id: str, params: CursorParams
+) -> tuple[Sequence[StoredThread], str | None]:
+    """The organization's threads, newest first, unfiltered (nearly every list): one statement, run alone
+    through the driver (``Database.read``)."""
+    parameters = {"organization_id": organization_id, "limit": params.limit + 1}
+    if params.after_id is None:
+        found = await db.read(_NEWEST_PAGE, parameters)
+    else:
+        found = await db.read(_NEWEST_PAGE_AFTER, {**parameters, "after_id": params.after_id})
+    page, next_cursor = cut_page(found, params, lambda row: str(row[0]))
+    return [StoredThread._make(row) for row in page], next_cursor
 
 
 def insert_threads(connection: Connection, new: Sequence[Thread]) -> None:

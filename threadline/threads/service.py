@@ -9,7 +9,13 @@ from threadline.kit.db import Conn, Database, GroupCommit
 from threadline.kit.errors import BadRequest, NotFound
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams
-from threadline.threads.repository import StoredThread, Thread, ThreadRepository, insert_threads
+from threadline.threads.repository import (
+    StoredThread,
+    Thread,
+    ThreadRepository,
+    insert_threads,
+    newest_page,
+)
 
 ThreadInserts = GroupCommit[Thread]
 
@@ -62,9 +68,15 @@ async def get_thread(conn: Conn, organization_id: str, thread_id: str) -> Thread
 
 
 async def list_threads(
-    conn: Conn, organization_id: str, params: CursorParams, metadata: Mapping[str, str]
+    db: Database, organization_id: str, params: CursorParams, metadata: Mapping[str, str]
 ) -> tuple[Sequence[StoredThread], str | None]:
-    return await ThreadRepository(conn, organization_id).page(params, metadata)
+    """Takes the database rather than a request transaction: the unfiltered list (the hot one) is a single
+    statement and runs without one (``Database.read``); a filtered list opens a read transaction, which
+    has nothing to commit."""
+    if not metadata:
+        return await newest_page(db, organization_id, params)
+    async with db.transaction(write=False) as conn:
+        return await ThreadRepository(conn, organization_id).page(params, metadata)
 
 
 async def update_thread(
