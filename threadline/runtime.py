@@ -29,6 +29,7 @@ from threadline.runs.feeds import RunFeeds
 from threadline.search.backend import SearchBackend, backend_for
 from threadline.telemetry.tail import LogTails
 from threadline.telemetry.writer import LogWriter
+from threadline.threads.service import ThreadInserts, thread_inserts
 
 # Failures of a backend (as opposed to bugs): answered 503 where a request depends on them.
 BACKEND_ERRORS: tuple[type[BaseException], ...] = (
@@ -57,6 +58,7 @@ class Services:
     prices: Prices
     log_triggers: LogTriggers
     scheduler: Scheduler | None
+    thread_inserts: ThreadInserts
 
     def close_streams(self) -> None:
         """Ends live tails and run streams (at shutdown): their clients resume elsewhere by cursor."""
@@ -157,6 +159,7 @@ async def open_services(
         prices,
         log_triggers,
         scheduler,
+        thread_inserts(db),
     )
     try:
         await signals.start()
@@ -174,6 +177,7 @@ async def open_services(
             await executor.aclose()
         services.close_streams()
         await logs.aclose()
+        await services.thread_inserts.aclose()
         await log_triggers.aclose()
         await authenticator.aclose()
         await signals.aclose()

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
 from tests.keys.test_auth import assert_error
 from tests.support import Tenant
+from threadline.kit.pagination import CursorPage
+from threadline.runtime import Services
+from threadline.threads.schemas import ThreadOut
+from threadline.threads.service import get_thread
 
 THREAD_FIELDS = {"id", "title", "metadata", "activeRunId", "messageCount", "createdAt", "updatedAt"}
 
@@ -63,6 +69,27 @@ class TestCreate:
         thread = await make_thread(client, tenant)
         assert thread["title"] is None and thread["metadata"] == {}
 
+    async def test_concurrent_creates_are_each_committed_once_and_a_bad_one_fails_alone(
+        self, client: httpx.AsyncClient, tenant: Tenant, services: Services
+    ) -> None:
+        """Concurrent creates are group-committed (kit.db.GroupCommit): each answer is a committed row."""
+        bodies: list[dict[str, object]] = [{"title": f"t{i}", "metadata": {"n": str(i)}} for i in range(30)]
+        bodies.insert(15, {"title": 5})
+        responses = await asyncio.gather(
+            *(client.post("/v1/threads", headers=tenant.secret, json=body) for body in bodies)
+        )
+        assert [r.status_code for r in responses].count(201) == 30
+        assert_error(
+            responses[15], 400, "BAD_REQUEST", operation_id="threads.create", reason="VALIDATION_FAILED"
+        )
+        created = [r.json() for r in responses if r.status_code == 201]
+        async with services.db.transaction(write=False) as conn:
+            for thread in created:
+                stored = ThreadOut.of(await get_thread(conn, tenant.org_id, str(thread["id"])))
+                assert stored.model_dump(mode="json", by_alias=True) == thread
+        listed = (await client.get("/v1/threads?limit=100", headers=tenant.secret)).json()["data"]
+        assert [t["id"] for t in listed] == sorted((t["id"] for t in created), reverse=True)
+
 
 class TestList:
     async def test_requires_a_key(self, client: httpx.AsyncClient) -> None:
@@ -86,6 +113,25 @@ class TestList:
         ).json()
         assert [t["id"] for t in first["data"] + second["data"]] == list(reversed(ids))
         assert second["nextCursor"] is None
+
+    @pytest.mark.parametrize("params", [{"limit": 2}, {"limit": 2, "metadata[team]": "core"}])
+    async def test_body_is_the_models_serialization(
+        self, client: httpx.AsyncClient, tenant: Tenant, services: Services, params: dict[str, object]
+    ) -> None:
+        """The list writes its body directly (threads.schemas.page_json), unfiltered from the driver's
+        values and filtered from SQLAlchemy's: both must be CursorPage[ThreadOut]'s bytes."""
+        for i in range(3):
+            await make_thread(
+                client, tenant, title=None if i else 't\u00e9"', metadata={"team": "core", "i": str(i)}
+            )
+        response = await client.get("/v1/threads", headers=tenant.secret, params=params)
+        assert response.headers["content-type"] == "application/json"
+        body = response.json()
+        async with services.db.transaction(write=False) as conn:
+            threads = [ThreadOut.of(await get_thread(conn, tenant.org_id, t["id"])) for t in body["data"]]
+        expected = CursorPage[ThreadOut](data=threads, next_cursor=body["nextCursor"])
+        assert body["nextCursor"] is not None
+        assert response.content == expected.model_dump_json().encode()
 
     async def test_metadata_filter(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
         prod = await make_thread(client, tenant, metadata={"env": "prod", "team": "core"})

@@ -13,7 +13,7 @@ import base64
 import binascii
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Generic, TypeVar
 
@@ -30,6 +30,7 @@ _CURSOR_VERSION = "c1:"
 _ID_PATTERN = re.compile(r"^[a-z]{2,5}_[0-9a-z]{26}$")
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class CursorPage(ResponseModel, Generic[T]):
@@ -83,10 +84,18 @@ async def fetch_cursor_page(
         query = query.where(id_column < params.after_id if newest_first else id_column > params.after_id)
     query = query.order_by(id_column.desc() if newest_first else id_column.asc()).limit(params.limit + 1)
     rows = (await conn.execute(query)).all()
+    return cut_page(rows, params, lambda row: str(row._mapping[id_column]))
+
+
+def cut_page(
+    rows: Sequence[R], params: CursorParams, id_of: Callable[[R], str]
+) -> tuple[Sequence[R], str | None]:
+    """``rows``: up to ``params.limit + 1`` rows in page order (the extra one says another page follows);
+    returns the page and its nextCursor."""
     if len(rows) <= params.limit:
         return rows, None
     rows = rows[: params.limit]
-    return rows, encode_cursor(str(rows[-1]._mapping[id_column]))
+    return rows, encode_cursor(id_of(rows[-1]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,16 +1,16 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from threadline.keys.auth import principal_of
-from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
+from threadline.kit.deps import ConnDep, CursorDep, ServicesDep, get_services
 from threadline.kit.errors import BadRequest
 from threadline.kit.metadata import MAX_KEY_CHARS, MAX_KEYS, MAX_VALUE_CHARS
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
 from threadline.runs.service import end_thread_runs
 from threadline.threads import service
-from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate
+from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate, page_json
 
 router = APIRouter(prefix="/v1/threads", tags=["threads"])
 
@@ -45,12 +45,15 @@ def _metadata_filter(request: Request) -> dict[str, str]:
     responses=errors(400, *AUTHENTICATED),
     openapi_extra={"parameters": [_METADATA_FILTER]},
 )
-async def list_threads(request: Request, conn: ConnDep, page: CursorDep) -> CursorPage[ThreadOut]:
+async def list_threads(request: Request, page: CursorDep) -> Response:
     """The organization's threads, newest first."""
+    # The body is written directly from the stored rows (see ``page_json``): the hottest read.
+    # No ConnDep: the unfiltered list is one statement and needs no request transaction (see the service).
+    services = await get_services(request)
     threads, next_cursor = await service.list_threads(
-        conn, principal_of(request).organization_id, page, _metadata_filter(request)
+        services.db, principal_of(request).organization_id, page, _metadata_filter(request)
     )
-    return CursorPage(data=[ThreadOut.of(t) for t in threads], next_cursor=next_cursor)
+    return Response(page_json(threads, next_cursor), media_type="application/json")
 
 
 @router.post(
@@ -60,9 +63,14 @@ async def list_threads(request: Request, conn: ConnDep, page: CursorDep) -> Curs
     response_model=ThreadOut,
     responses=errors(400, 413, *AUTHENTICATED),
 )
-async def create_thread(body: ThreadCreate, request: Request, conn: ConnDep) -> ThreadOut:
-    thread = await service.create_thread(
-        conn, principal_of(request).organization_id, title=body.title, metadata=body.metadata
+async def create_thread(body: ThreadCreate, request: Request, services: ServicesDep) -> ThreadOut:
+    # Answered once the thread is committed, in a group commit shared with concurrent creates; hence no
+    # request transaction here (``ConnDep`` would hold the write lock the group needs).
+    thread = await service.create_thread_committed(
+        services.thread_inserts,
+        principal_of(request).organization_id,
+        title=body.title,
+        metadata=body.metadata,
     )
     return ThreadOut.of(thread)
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
-from threadline.kit.db import Conn, UtcDateTime
-from threadline.kit.pagination import CursorParams, fetch_cursor_page
+from threadline.kit.db import Conn, Database, PlainQuery, UtcDateTime
+from threadline.kit.pagination import CursorParams, cut_page, fetch_cursor_page
 from threadline.threads.tables import threads
 
 
@@ -41,6 +43,39 @@ def from_row(row: sa.RowMapping) -> Thread:
     )
 
 
+class StoredThread(NamedTuple):
+    """A thread as the driver returns it (``kit.db.PlainQuery``), in ``ThreadOut``'s field order: times
+    and metadata still in stored form (see ``kit.db.stored_isoformat``, ``stored_json``)."""
+
+    id: str
+    title: str | None
+    metadata: Any
+    active_run_id: str | None
+    message_count: int
+    created_at: datetime | str
+    updated_at: datetime | str
+
+
+_STORED_COLUMNS = [
+    threads.c.id,
+    threads.c.title,
+    threads.c.meta,
+    threads.c.active_run_id,
+    threads.c.message_count,
+    threads.c.created_at,
+    threads.c.updated_at,
+]
+# The unfiltered list, newest first, tenant-scoped: the first page and the pages after a cursor.
+_NEWEST = (
+    sa.select(*_STORED_COLUMNS)
+    .where(threads.c.organization_id == sa.bindparam("organization_id"))
+    .order_by(threads.c.id.desc())
+    .limit(sa.bindparam("limit"))
+)
+_NEWEST_PAGE = PlainQuery(_NEWEST)
+_NEWEST_PAGE_AFTER = PlainQuery(_NEWEST.where(threads.c.id < sa.bindparam("after_id")))
+
+
 def search_text(title: str | None, metadata: Mapping[str, str]) -> str:
     """What thread search reads: the title and the metadata values."""
     return "\n".join([title or "", *metadata.values()])
@@ -55,18 +90,7 @@ class ThreadRepository:
         return sa.and_(threads.c.id == thread_id, threads.c.organization_id == self._organization_id)
 
     async def insert(self, thread: Thread) -> None:
-        await self._conn.execute(
-            threads.insert().values(
-                id=thread.id,
-                organization_id=self._organization_id,
-                title=thread.title,
-                meta=thread.metadata,
-                search_text=search_text(thread.title, thread.metadata),
-                message_count=0,
-                created_at=thread.created_at,
-                updated_at=thread.updated_at,
-            )
-        )
+        await self._conn.execute(threads.insert(), [_new_row(thread, self._organization_id)])
 
     async def get(self, thread_id: str, *, for_update: bool = False) -> Thread | None:
         query = sa.select(*_COLUMNS).where(self._where(thread_id))
@@ -77,12 +101,15 @@ class ThreadRepository:
 
     async def page(
         self, params: CursorParams, metadata: Mapping[str, str]
-    ) -> tuple[Sequence[Thread], str | None]:
-        query = sa.select(*_COLUMNS).where(threads.c.organization_id == self._organization_id)
+    ) -> tuple[Sequence[StoredThread], str | None]:
+        """Newest first, only those whose metadata holds every given key and value (the filter's statement
+        depends on its keys, so it goes through SQLAlchemy: rows hold decoded values, which
+        ``StoredThread``'s readers accept as well). Without a filter: ``newest_page``."""
+        query = sa.select(*_STORED_COLUMNS).where(threads.c.organization_id == self._organization_id)
         for key, value in metadata.items():
             query = query.where(threads.c.meta[key].as_string() == value)
         rows, next_cursor = await fetch_cursor_page(self._conn, query, threads.c.id, params)
-        return [from_row(row._mapping) for row in rows], next_cursor
+        return [StoredThread._make(row) for row in rows], next_cursor
 
     async def update(
         self, thread_id: str, *, title: str | None, metadata: dict[str, str], at: datetime
@@ -106,6 +133,39 @@ class ThreadRepository:
 
     async def delete(self, thread_id: str) -> None:
         await self._conn.execute(threads.delete().where(self._where(thread_id)))
+
+
+async def newest_page(
+    db: Database, organization_id: str, params: CursorParams
+) -> tuple[Sequence[StoredThread], str | None]:
+    """The organization's threads, newest first, unfiltered (nearly every list): one statement, run alone
+    through the driver (``Database.read``)."""
+    parameters = {"organization_id": organization_id, "limit": params.limit + 1}
+    if params.after_id is None:
+        found = await db.read(_NEWEST_PAGE, parameters)
+    else:
+        found = await db.read(_NEWEST_PAGE_AFTER, {**parameters, "after_id": params.after_id})
+    page, next_cursor = cut_page(found, params, lambda row: str(row[0]))
+    return [StoredThread._make(row) for row in page], next_cursor
+
+
+def insert_threads(connection: Connection, new: Sequence[Thread]) -> None:
+    """Insert ``new`` in one statement (a group commit's write, ``kit.db.GroupCommit``): each row is written
+    for the organization its ``Thread`` was made for, which the service took from the caller's key."""
+    connection.execute(threads.insert(), [_new_row(thread, thread.organization_id) for thread in new])
+
+
+def _new_row(thread: Thread, organization_id: str) -> dict[str, object]:
+    return {
+        "id": thread.id,
+        "organization_id": organization_id,
+        "title": thread.title,
+        "meta": thread.metadata,
+        "search_text": search_text(thread.title, thread.metadata),
+        "message_count": 0,
+        "created_at": thread.created_at,
+        "updated_at": thread.updated_at,
+    }
 
 
 def _later(at: datetime) -> sa.ColumnElement[datetime]:

@@ -5,18 +5,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from threadline.kit.clock import utcnow
-from threadline.kit.db import Conn
+from threadline.kit.db import Conn, Database, GroupCommit
 from threadline.kit.errors import BadRequest, NotFound
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams
-from threadline.threads.repository import Thread, ThreadRepository
+from threadline.threads.repository import (
+    StoredThread,
+    Thread,
+    ThreadRepository,
+    insert_threads,
+    newest_page,
+)
+
+ThreadInserts = GroupCommit[Thread]
 
 
-async def create_thread(
-    conn: Conn, organization_id: str, *, title: str | None, metadata: dict[str, str]
-) -> Thread:
+def thread_inserts(db: Database) -> ThreadInserts:
+    """The process's committer of ``POST /v1/threads`` (``Services.thread_inserts``)."""
+    return GroupCommit(db, insert_threads, name="threads")
+
+
+def _new_thread(organization_id: str, title: str | None, metadata: dict[str, str]) -> Thread:
     now = utcnow()
-    thread = Thread(
+    return Thread(
         id=new_id("thr"),
         organization_id=organization_id,
         title=title,
@@ -25,7 +36,27 @@ async def create_thread(
         created_at=now,
         updated_at=now,
     )
+
+
+async def create_thread(
+    conn: Conn, organization_id: str, *, title: str | None, metadata: dict[str, str]
+) -> Thread:
+    """A thread in the caller's transaction (work that creates a thread among other writes)."""
+    thread = _new_thread(organization_id, title, metadata)
     await ThreadRepository(conn, organization_id).insert(thread)
+    return thread
+
+
+async def create_thread_committed(
+    inserts: ThreadInserts, organization_id: str, *, title: str | None, metadata: dict[str, str]
+) -> Thread:
+    """A thread on its own, committed with whatever other threads the process is creating at the moment
+    (group commit: one transaction and one fsync for many requests); returns once it is durable.
+
+    The id is made and the thread queued in one step of the event loop, so within a process ids follow
+    commit order just as they did with one transaction per request."""
+    thread = _new_thread(organization_id, title, metadata)
+    await inserts.submit(thread)
     return thread
 
 
@@ -37,9 +68,15 @@ async def get_thread(conn: Conn, organization_id: str, thread_id: str) -> Thread
 
 
 async def list_threads(
-    conn: Conn, organization_id: str, params: CursorParams, metadata: Mapping[str, str]
-) -> tuple[Sequence[Thread], str | None]:
-    return await ThreadRepository(conn, organization_id).page(params, metadata)
+    db: Database, organization_id: str, params: CursorParams, metadata: Mapping[str, str]
+) -> tuple[Sequence[StoredThread], str | None]:
+    """Takes the database rather than a request transaction: the unfiltered list (the hot one) is a single
+    statement and runs without one (``Database.read``); a filtered list opens a read transaction, which
+    has nothing to commit."""
+    if not metadata:
+        return await newest_page(db, organization_id, params)
+    async with db.transaction(write=False) as conn:
+        return await ThreadRepository(conn, organization_id).page(params, metadata)
 
 
 async def update_thread(
