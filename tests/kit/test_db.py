@@ -37,7 +37,7 @@ async def committed_ids(services: Services, organization_id: str) -> list[str]:
         return sorted((await conn.execute(query)).scalars())
 
 
-async def create(committer: GroupCommit[Thread], tenant: Tenant, title: str) -> Thread:
+async def create(committer: GroupCommit[Thread, None], tenant: Tenant, title: str) -> Thread:
     return await create_thread_committed(committer, tenant.org_id, title=title, metadata={"k": "v"})
 
 
@@ -45,7 +45,7 @@ async def test_concurrent_items_share_a_transaction_and_are_all_committed_in_ord
     services: Services, tenant: Tenant
 ) -> None:
     recording = Recording()
-    committer: GroupCommit[Thread] = GroupCommit(services.db, recording, name="test")
+    committer: GroupCommit[Thread, None] = GroupCommit(services.db, recording, name="test")
     made = await asyncio.gather(*(create(committer, tenant, f"t{i}") for i in range(40)))
     # Everything submitted in one step of the loop is committed together, in submission order...
     assert len(recording.groups) < len(made)
@@ -59,7 +59,7 @@ async def test_concurrent_items_share_a_transaction_and_are_all_committed_in_ord
 
 async def test_one_refused_item_does_not_fail_the_others(services: Services, tenant: Tenant) -> None:
     recording = Recording()
-    committer: GroupCommit[Thread] = GroupCommit(services.db, recording, name="test")
+    committer: GroupCommit[Thread, None] = GroupCommit(services.db, recording, name="test")
     existing = await create(committer, tenant, "first")
     duplicate = Thread(
         id=existing.id,
@@ -92,7 +92,7 @@ async def test_one_refused_item_does_not_fail_the_others(services: Services, ten
 async def test_a_caller_that_goes_away_still_has_its_item_committed(
     services: Services, tenant: Tenant
 ) -> None:
-    committer: GroupCommit[Thread] = GroupCommit(services.db, Recording(), name="test")
+    committer: GroupCommit[Thread, None] = GroupCommit(services.db, Recording(), name="test")
     waiting = asyncio.ensure_future(create(committer, tenant, "abandoned"))
     await asyncio.sleep(0)  # queued
     waiting.cancel()
@@ -114,7 +114,7 @@ async def test_a_failure_that_is_not_the_datas_fails_its_group_and_the_committer
             raise RuntimeError("disk on fire")
         insert_threads(connection, new)
 
-    committer: GroupCommit[Thread] = GroupCommit(services.db, broken_once, name="test")
+    committer: GroupCommit[Thread, None] = GroupCommit(services.db, broken_once, name="test")
     with pytest.raises(RuntimeError):
         await create(committer, tenant, "lost")
     later = await create(committer, tenant, "kept")

@@ -43,6 +43,7 @@ from threadline.kit.clock import isoformat
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R")
 _WRITE_OPTION = "threadline_write"
 _AFTER_COMMIT = "threadline_after_commit"
 AfterCommit = Callable[[], Awaitable[None]]
@@ -315,7 +316,7 @@ class Database:
             await self._async_engine.dispose()
 
 
-class GroupCommit(Generic[T]):
+class GroupCommit(Generic[T, R]):
     """Concurrent writes of one kind, many requests to one transaction.
 
     A request submits its item and waits; the committer writes every item that arrived while the previous
@@ -325,22 +326,39 @@ class GroupCommit(Generic[T]):
     PostgreSQL) is shared instead of paid per request. ``submit`` returns only after the item's transaction
     has committed, so a request answered 2xx is durable whatever happens to the process next.
 
-    Groups are taken in submission order, and items in a group are written in that order. A group that
-    fails because of its data (``IntegrityError``, ``DataError``: a row the database refuses) is retried
-    item by item, so one request's bad data never fails the others; any other failure fails the group.
+    Groups are taken in submission order, and items in a group are written in that order. A group weighs
+    at most ``max_weight`` (items weigh 1 unless ``weigh`` says otherwise: an intake request weighs its
+    records), but always holds at least one item. A group that fails because of its data
+    (``IntegrityError``, ``DataError``: a row the database refuses) is retried item by item, so one
+    request's bad data never fails the others; any other failure fails the group.
+
+    ``write`` may return something about what it wrote (the log writer: the records a watch wanted, with
+    their ids); ``committed`` receives it on the event loop once the transaction has committed, before the
+    requests are answered. Its failures are logged: the data is committed either way.
 
     This is the one exception to "the request's session commits": the committer owns its transactions, so
     a request that uses it must not also hold a write transaction of its own (it would wait for itself).
     """
 
     _TURN_SECONDS = 0.05
-    _MAX_GROUP = 1000
 
-    def __init__(self, db: Database, write: Callable[[Connection, Sequence[T]], None], *, name: str) -> None:
+    def __init__(
+        self,
+        db: Database,
+        write: Callable[[Connection, Sequence[T]], R],
+        *,
+        name: str,
+        committed: Callable[[Sequence[T], R], None] | None = None,
+        weigh: Callable[[T], int] | None = None,
+        max_weight: int = 1000,
+    ) -> None:
         """``write`` runs inside the group's transaction, on a worker thread on SQLite: plain, short and
         synchronous (the process's other writers wait for it)."""
         self._db = db
         self._write = write
+        self._committed = committed
+        self._weigh = weigh
+        self._max_weight = max_weight
         self._name = name
         self._pending: deque[tuple[T, asyncio.Future[None]]] = deque()  # appended on the loop
         self._lock = threading.Lock()  # ... taken by the committing thread
@@ -377,11 +395,21 @@ class GroupCommit(Generic[T]):
         deadline = time.monotonic() + self._TURN_SECONDS
         while time.monotonic() < deadline:
             with self._lock:
-                take = min(len(self._pending), self._MAX_GROUP)
-                group = [self._pending.popleft() for _ in range(take)]
+                group = self._take_group()
             if not group:
                 return
             self._commit(connection, group, loop)
+
+    def _take_group(self) -> list[tuple[T, asyncio.Future[None]]]:
+        pending, weigh = self._pending, self._weigh
+        if weigh is None:
+            return [pending.popleft() for _ in range(min(len(pending), self._max_weight))]
+        group: list[tuple[T, asyncio.Future[None]]] = []
+        weight = 0
+        while pending and (not group or weight + weigh(pending[0][0]) <= self._max_weight):
+            weight += weigh(pending[0][0])
+            group.append(pending.popleft())
+        return group
 
     def _commit(
         self,
@@ -389,9 +417,10 @@ class GroupCommit(Generic[T]):
         group: list[tuple[T, asyncio.Future[None]]],
         loop: asyncio.AbstractEventLoop,
     ) -> None:
+        items = [item for item, _ in group]
         try:
             with connection.begin():
-                self._write(connection, [item for item, _ in group])
+                result = self._write(connection, items)
         except (sa.exc.IntegrityError, sa.exc.DataError) as exc:  # the data's fault, not the database's
             if len(group) == 1:
                 loop.call_soon_threadsafe(_fail, group, exc)
@@ -402,7 +431,17 @@ class GroupCommit(Generic[T]):
         except Exception as exc:
             loop.call_soon_threadsafe(_fail, group, exc)
             return
-        loop.call_soon_threadsafe(_succeed, group)
+        loop.call_soon_threadsafe(self._succeed, group, items, result)
+
+    def _succeed(self, group: list[tuple[T, asyncio.Future[None]]], items: list[T], result: R) -> None:
+        if self._committed is not None:
+            try:
+                self._committed(items, result)
+            except Exception:  # the items are committed either way
+                log.exception("after the commit of %s", self._name)
+        for _, future in group:
+            if not future.done():
+                future.set_result(None)
 
     async def aclose(self) -> None:
         """Finish what was accepted: every waiting request gets its answer before the process ends."""
@@ -414,12 +453,6 @@ def _retrieve(future: asyncio.Future[None]) -> None:
     """Mark a failure as seen even when its caller has gone away (asyncio would log it as lost)."""
     if not future.cancelled():
         future.exception()
-
-
-def _succeed(group: Sequence[tuple[Any, asyncio.Future[None]]]) -> None:
-    for _, future in group:
-        if not future.done():
-            future.set_result(None)
 
 
 def _fail(group: Sequence[tuple[Any, asyncio.Future[None]]], exc: BaseException) -> None:

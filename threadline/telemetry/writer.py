@@ -1,15 +1,13 @@
-"""Group commit: many intake requests, one transaction.
+"""The intake's writes: many requests, one transaction (``kit.db.GroupCommit``).
 
-A request hands its decoded rows to the writer and waits; the writer commits everything that arrived while
-the previous commit was running, in one transaction, then answers every waiter at once. The first request
-on an idle writer is committed at once (no timer), and under load each commit carries more rows, so the
-cost of making data durable (one fsync on SQLite) is shared instead of paid per request. 202 is sent only
-after the commit, so an answered request is on disk, whatever happens to the process next.
-
-A group that fails because of its data (a foreign key: a project deleted a moment ago; a value the
-database refuses) is retried request by request, so one request's data never fails the others. Every
-commit announces the organizations it wrote for, which wakes the live tails (``telemetry.tail``), and hands
-the records a ``RecordWatch`` picked out (log-triggered automations) back to it with their ids.
+A request hands its decoded rows to the writer and waits; 202 is sent only after the commit of the group
+its rows went into, so an answered request is on disk, whatever happens to the process next. Groups hold
+up to ``_MAX_GROUP_ROWS`` records (a request's records are never split); one that fails because of its
+data (a foreign key: a project deleted a moment ago; a value the database refuses) is retried request by
+request. What is the intake's own: the records' ids come from ``log_sequence`` inside the transaction (so
+they follow commit order across processes), every commit announces the organizations it wrote for, which
+wakes the live tails (``telemetry.tail``), and the records a ``RecordWatch`` picked out (log-triggered
+automations) are persisted with them and handed back to it with their ids.
 """
 
 from __future__ import annotations
@@ -19,9 +17,6 @@ import functools
 import itertools
 import logging
 import sqlite3
-import threading
-import time
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,7 +28,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
 from threadline.kit.clock import isoformat
-from threadline.kit.db import Database
+from threadline.kit.db import Database, GroupCommit
 from threadline.kit.ids import id_time_ms, ids_after
 from threadline.kit.signals import SignalBus
 from threadline.telemetry.decoding import Row
@@ -44,7 +39,6 @@ log = logging.getLogger(__name__)
 LOGS_APPENDED = "logs.appended"
 ID_PREFIX = "log"
 _MAX_GROUP_ROWS = 20_000
-_TURN_SECONDS = 0.05
 
 
 class RecordWatch(Protocol):
@@ -65,112 +59,59 @@ class RecordWatch(Protocol):
 
 
 @dataclass(slots=True)
-class _Waiter:
+class _Batch:
     """One request's records, already in the form the insert takes (see ``append``)."""
 
     rows: list[Any]
     organizations: frozenset[str]
-    future: asyncio.Future[None]
     # What the watch picked: (tag, the row as decoded, the same row as prepared for the insert).
     watched: list[tuple[Any, Row, Any]]
 
 
+_Hits = list[tuple[Any, dict[str, Any]]]
+
+
 class LogWriter:
     def __init__(self, db: Database, signals: SignalBus, watch: RecordWatch | None = None) -> None:
-        self._db = db
         self._signals = signals
         self._watch = watch
-        self._pending: deque[_Waiter] = deque()  # appended on the loop, taken by the writing thread
-        self._lock = threading.Lock()
-        self._flusher: asyncio.Task[None] | None = None
         self._announcing: set[asyncio.Task[None]] = set()
         self._sqlite = db.dialect_name == "sqlite"
+        self._commits: GroupCommit[_Batch, _Hits] = GroupCommit(
+            db,
+            self._write,
+            name="logs",
+            committed=self._committed,
+            weigh=lambda batch: len(batch.rows),
+            max_weight=_MAX_GROUP_ROWS,
+        )
 
     async def write(self, rows: list[Row]) -> None:
         """Returns once ``rows`` are committed (they get their ids and ``received_at`` then)."""
         if not rows:
             return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        future.add_done_callback(_retrieve)
         organizations = frozenset(row["organization_id"] for row in rows)
         # Prepared here, outside the write lock: only ids, the insert and the commit are serialized.
         prepared: list[Any] = _sqlite_parameters(rows) if self._sqlite else rows
         watched = []
         if self._watch is not None:
             watched = [(tag, rows[index], prepared[index]) for tag, index in self._watch.match(rows)]
-        with self._lock:
-            self._pending.append(_Waiter(prepared, organizations, future, watched))
-        if self._flusher is None:
-            self._flusher = asyncio.create_task(self._flush(), name="threadline-log-writer")
-        # A request that goes away cancels only its own wait: its rows are queued and are committed anyway.
-        await future
+        await self._commits.submit(_Batch(prepared, organizations, watched))
 
-    async def _flush(self) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            while self._pending:
-                try:
-                    await self._db.write_session(lambda connection: self._drain(connection, loop))
-                except Exception as exc:  # no connection at all: everyone waiting hears it (503)
-                    with self._lock:
-                        waiting, self._pending = list(self._pending), deque()
-                    _fail(waiting, exc)
-        finally:
-            self._flusher = None
+    def _write(self, connection: Connection, group: Sequence[_Batch]) -> _Hits:
+        append(connection, [row for batch in group for row in batch.rows])
+        hits = [(tag, _record(row, prepared)) for batch in group for tag, row, prepared in batch.watched]
+        if hits and self._watch is not None:
+            self._watch.persist(connection, hits)
+        return hits
 
-    def _drain(self, connection: Connection, loop: asyncio.AbstractEventLoop) -> None:
-        """Commit groups back to back, each in its own transaction, until nothing is pending or the turn
-        has lasted ``_TURN_SECONDS`` (the process's other writers wait for it). Runs off the event loop on
-        SQLite: a group arriving while the previous one commits goes next without waiting for the loop."""
-        deadline = time.monotonic() + _TURN_SECONDS
-        while time.monotonic() < deadline:
-            with self._lock:
-                group = self._take_group()
-            if not group:
-                return
-            self._commit(connection, group, loop)
-
-    def _take_group(self) -> list[_Waiter]:
-        group: list[_Waiter] = []
-        size = 0
-        while self._pending and (not group or size + len(self._pending[0].rows) <= _MAX_GROUP_ROWS):
-            waiter = self._pending.popleft()
-            group.append(waiter)
-            size += len(waiter.rows)
-        return group
-
-    def _commit(self, connection: Connection, group: list[_Waiter], loop: asyncio.AbstractEventLoop) -> None:
-        hits: list[tuple[Any, dict[str, Any]]] = []
-        try:
-            with connection.begin():
-                append(connection, [row for waiter in group for row in waiter.rows])
-                hits = [
-                    (tag, _record(row, prepared)) for waiter in group for tag, row, prepared in waiter.watched
-                ]
-                if hits and self._watch is not None:
-                    self._watch.persist(connection, hits)
-        except (sa.exc.IntegrityError, sa.exc.DataError) as exc:  # the data's fault, not the database's
-            if len(group) == 1:
-                loop.call_soon_threadsafe(_fail, group, exc)
-                return
-            for waiter in group:  # one request's problem must not fail the others
-                self._commit(connection, [waiter], loop)
-            return
-        except Exception as exc:
-            loop.call_soon_threadsafe(_fail, group, exc)
-            return
-        loop.call_soon_threadsafe(self._committed, group, hits)
-
-    def _committed(self, group: list[_Waiter], hits: list[tuple[Any, dict[str, Any]]]) -> None:
-        for waiter in group:
-            if not waiter.future.done():
-                waiter.future.set_result(None)
+    def _committed(self, group: Sequence[_Batch], hits: _Hits) -> None:
         if hits and self._watch is not None:
             try:
                 self._watch.committed(hits)
             except Exception:  # the records are committed either way
                 log.exception("a record watch failed")
-        announce = asyncio.create_task(self._announce(frozenset().union(*(w.organizations for w in group))))
+        announce = asyncio.create_task(self._announce(frozenset().union(*(b.organizations for b in group))))
         self._announcing.add(announce)
         announce.add_done_callback(self._announcing.discard)
 
@@ -183,8 +124,7 @@ class LogWriter:
 
     async def aclose(self) -> None:
         """Finish what was accepted: every waiting request gets its answer before the process ends."""
-        while self._flusher is not None:
-            await asyncio.shield(self._flusher)
+        await self._commits.aclose()
 
 
 def append(connection: Connection, rows: list[Any]) -> None:
@@ -299,15 +239,3 @@ def _record(row: Row, prepared: Any) -> dict[str, Any]:
         "traceId": row["trace_id"],
         "spanId": row["span_id"],
     }
-
-
-def _retrieve(future: asyncio.Future[None]) -> None:
-    """Mark a failure as seen even when its request has gone away (asyncio would log it as lost)."""
-    if not future.cancelled():
-        future.exception()
-
-
-def _fail(group: Sequence[_Waiter], exc: BaseException) -> None:
-    for waiter in group:
-        if not waiter.future.done():
-            waiter.future.set_exception(exc)

@@ -17,7 +17,7 @@ from threadline.threads.repository import (
     newest_page,
 )
 
-ThreadInserts = GroupCommit[Thread]
+ThreadInserts = GroupCommit[Thread, None]
 
 
 def thread_inserts(db: Database) -> ThreadInserts:
