@@ -96,6 +96,16 @@ class TestMessages:
         }
         assert set(ids(await search(client, tenant, "messages", q="DEPLOY Staging"))) == {staging}
 
+    async def test_short_words_match_as_typed(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+        """Not by stem: PostgreSQL stems "ins" to "in", whose prefix would also find "index"."""
+        thread = (await make_thread(client, tenant))["id"]
+        insurance = await say(client, tenant, thread, "The insurance claim was filed")
+        ins = await say(client, tenant, thread, "Outs and ins of the rollout")
+        await say(client, tenant, thread, "Rebuild the index tonight")
+        assert set(ids(await search(client, tenant, "messages", q="ins"))) == {insurance, ins}
+        assert set(ids(await search(client, tenant, "messages", q="rollout -ins"))) == set()
+        assert set(ids(await search(client, tenant, "messages", q="claim OR ins"))) == {insurance, ins}
+
     async def test_snippet_marks_the_match(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
         thread = (await make_thread(client, tenant))["id"]
         await say(client, tenant, thread, "Nothing to see here. The database migration stalled on a lock.")

@@ -81,12 +81,17 @@ def parse(text: str, *, literal: bool = False) -> Query:
     return Query(groups=tuple(tuple(g) for g in groups), excluded=tuple(excluded))
 
 
+def is_short(word: str) -> bool:
+    """Three letters or fewer: matched as typed, not by stem (see ``stem``)."""
+    return len(word) <= 3
+
+
 def stem(word: str) -> str:
     """English stem (Snowball), the part of a word its inflections share: "deploying" -> "deploy".
 
     Words of three letters or fewer are left alone: typed as a prefix they are usually the start of a
     longer word ("ins" for "insurance"), and their stems ("ins" -> "in") would match half the corpus."""
-    if len(word) <= 3:
+    if is_short(word):
         return word
     stemmed: str = _stemmer.stemWord(word)
     return stemmed
@@ -114,17 +119,8 @@ def to_fts5(query: Query) -> str:
     return expression
 
 
-def to_tsquery(query: Query) -> str:
-    """PostgreSQL ``to_tsquery``: words are letters and digits only (no operator can leak in), single words
-    get ``:*``."""
-
-    def phrase(p: Phrase) -> str:
-        return f"{p.words[0]}:*" if p.is_prefix else "(" + " <-> ".join(p.words) + ")"
-
-    def group(g: tuple[Phrase, ...]) -> str:
-        return phrase(g[0]) if len(g) == 1 else "(" + " | ".join(phrase(p) for p in g) + ")"
-
-    expression = " & ".join(group(g) for g in query.groups)
-    for p in query.excluded:
-        expression += f" & !{phrase(p)}"
-    return expression
+def tsquery_phrase(phrase: Phrase) -> str:
+    """One phrase as PostgreSQL ``to_tsquery`` text: words are letters and digits only (no operator can leak
+    in), a single word gets ``:*``. ``search/postgres.py`` combines the phrases, and matches short words
+    (``is_short``) as typed as well."""
+    return f"{phrase.words[0]}:*" if phrase.is_prefix else "(" + " <-> ".join(phrase.words) + ")"
