@@ -72,6 +72,32 @@ class Matches(Protocol):
         ...
 
 
+class StoredMatches:
+    """The part of ``Matches`` both backends read the same way: the matched rows, by ``seq``, within the
+    filters (the organization's at least: the match has it already, the rows are scoped all the same)."""
+
+    def __init__(
+        self, conn: Conn, table: sa.Table, text: str, filters: Sequence[sa.ColumnElement[bool]]
+    ) -> None:
+        self._conn, self._table = conn, table
+        self._text: sa.ColumnElement[str] = table.c[text]
+        self._filters = list(filters)
+
+    async def texts(self, seqs: Sequence[int]) -> Mapping[int, str]:
+        if not seqs:
+            return {}
+        table = self._table
+        query = sa.select(table.c.seq, self._text.label("text")).where(table.c.seq.in_(seqs), *self._filters)
+        return {row["seq"]: row["text"] for row in (await self._conn.execute(query)).mappings()}
+
+    async def rows(self, seqs: Sequence[int]) -> Mapping[int, sa.RowMapping]:
+        if not seqs:
+            return {}
+        table = self._table
+        query = sa.select(table).where(table.c.seq.in_(seqs), *self._filters)
+        return {row["seq"]: row for row in (await self._conn.execute(query)).mappings()}
+
+
 async def page_of(matches: Matches, query: Query, text: str, page: PageParams) -> Hits:
     """The page of ``matches`` in the order of the module docstring; ``text`` names the searched column."""
     candidates: list[int] = []

@@ -15,7 +15,6 @@ of the bitmap even for ``count(*)`` on an all-visible table, and GIN has no inde
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from functools import reduce
 from typing import Any
 
@@ -24,7 +23,7 @@ import sqlalchemy as sa
 from threadline.kit.db import Conn
 from threadline.kit.pagination import PageParams
 from threadline.messages.tables import messages
-from threadline.search.backend import Hits, MessageFilter, page_of
+from threadline.search.backend import Hits, MessageFilter, StoredMatches, page_of
 from threadline.search.query import Phrase, Query, is_short, tsquery_phrase
 from threadline.threads.tables import threads
 
@@ -51,14 +50,12 @@ def tsquery(query: Query) -> sa.ColumnElement[Any]:
     return expression
 
 
-class _Matches:
+class _Matches(StoredMatches):
     def __init__(
         self, conn: Conn, table: sa.Table, text: str, filters: list[sa.ColumnElement[bool]], query: Query
     ) -> None:
-        self._conn, self._table = conn, table
-        self._text: sa.ColumnElement[str] = table.c[text]
+        super().__init__(conn, table, text, filters)
         vector: sa.ColumnElement[object] = sa.literal_column(f"{table.name}.search_vector")
-        self._filters = filters
         self._where = sa.and_(*filters, vector.op("@@")(tsquery(query)))
 
     async def count(self) -> int:
@@ -71,20 +68,6 @@ class _Matches:
             sa.select(table.c.seq).where(self._where).order_by(table.c.seq.desc()).offset(offset).limit(limit)
         )
         return list((await self._conn.execute(query)).scalars())
-
-    async def texts(self, seqs: Sequence[int]) -> Mapping[int, str]:
-        if not seqs:
-            return {}
-        table = self._table
-        query = sa.select(table.c.seq, self._text.label("text")).where(table.c.seq.in_(seqs), *self._filters)
-        return {row["seq"]: row["text"] for row in (await self._conn.execute(query)).mappings()}
-
-    async def rows(self, seqs: Sequence[int]) -> Mapping[int, sa.RowMapping]:
-        if not seqs:
-            return {}
-        table = self._table
-        query = sa.select(table).where(table.c.seq.in_(seqs), *self._filters)
-        return {row["seq"]: row for row in (await self._conn.execute(query)).mappings()}
 
 
 class PostgresSearch:

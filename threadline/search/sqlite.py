@@ -19,7 +19,6 @@ the sizes that pick the form come from a statistic (threads per organization) re
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
 
 import sqlalchemy as sa
 
@@ -27,7 +26,7 @@ from threadline.kit.db import Conn
 from threadline.kit.pagination import PageParams
 from threadline.messages.tables import messages
 from threadline.organizations.tables import organizations
-from threadline.search.backend import Hits, MessageFilter, page_of
+from threadline.search.backend import Hits, MessageFilter, StoredMatches, page_of
 from threadline.search.query import Query, to_fts5
 from threadline.threads.tables import threads
 
@@ -80,11 +79,9 @@ class _TenantFilter:
         return f"({expression}) NOT (" + " OR ".join(_exact("organization_id", o) for o in others) + ")"
 
 
-class _Matches:
+class _Matches(StoredMatches):
     def __init__(self, conn: Conn, table: sa.Table, text: str, match: str, organization_id: str) -> None:
-        self._conn, self._table = conn, table
-        self._text: sa.ColumnElement[str] = table.c[text]
-        self._filters = [table.c.organization_id == organization_id]  # the match has it; no harm either
+        super().__init__(conn, table, text, [table.c.organization_id == organization_id])
         fts = f"{table.name}_fts"
         self._index = sa.table(fts, sa.column("rowid"))
         self._match = sa.text(f"{fts} MATCH :match").bindparams(match=match)
@@ -102,20 +99,6 @@ class _Matches:
             .limit(limit)
         )
         return list((await self._conn.execute(query)).scalars())
-
-    async def texts(self, seqs: Sequence[int]) -> Mapping[int, str]:
-        if not seqs:
-            return {}
-        table = self._table
-        query = sa.select(table.c.seq, self._text.label("text")).where(table.c.seq.in_(seqs), *self._filters)
-        return {row["seq"]: row["text"] for row in (await self._conn.execute(query)).mappings()}
-
-    async def rows(self, seqs: Sequence[int]) -> Mapping[int, sa.RowMapping]:
-        if not seqs:
-            return {}
-        table = self._table
-        query = sa.select(table).where(table.c.seq.in_(seqs), *self._filters)
-        return {row["seq"]: row for row in (await self._conn.execute(query)).mappings()}
 
 
 class SqliteSearch:
