@@ -3,11 +3,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from threadline.keys.auth import principal_of
-from threadline.kit.deps import ConnDep, CursorDep, ServicesDep, get_services
+from threadline.kit.deps import ConnDep, ServicesDep, get_services
 from threadline.kit.errors import BadRequest
 from threadline.kit.metadata import MAX_KEY_CHARS, MAX_KEYS, MAX_VALUE_CHARS
 from threadline.kit.openapi import AUTHENTICATED, errors
-from threadline.kit.pagination import CursorPage
+from threadline.kit.pagination import CURSOR_PARAMETERS, CursorPage, cursor_params_of
 from threadline.runs.service import end_thread_runs
 from threadline.threads import service
 from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate, page_json
@@ -43,12 +43,14 @@ def _metadata_filter(request: Request) -> dict[str, str]:
     operation_id="threads.list",
     response_model=CursorPage[ThreadOut],
     responses=errors(400, *AUTHENTICATED),
-    openapi_extra={"parameters": [_METADATA_FILTER]},
+    openapi_extra={"parameters": [*CURSOR_PARAMETERS, _METADATA_FILTER]},
 )
-async def list_threads(request: Request, page: CursorDep) -> Response:
+async def list_threads(request: Request) -> Response:
     """The organization's threads, newest first."""
-    # The body is written directly from the stored rows (see ``page_json``): the hottest read.
+    # The hottest read: the body is written directly from the stored rows (see ``page_json``), and the
+    # page parameters are read without a FastAPI dependency (``cursor_params_of``).
     # No ConnDep: the unfiltered list is one statement and needs no request transaction (see the service).
+    page = cursor_params_of(request)
     services = await get_services(request)
     threads, next_cursor = await service.list_threads(
         services.db, principal_of(request).organization_id, page, _metadata_filter(request)
