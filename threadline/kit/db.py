@@ -406,8 +406,11 @@ class GroupCommit(Generic[T, R]):
             return [pending.popleft() for _ in range(min(len(pending), self._max_weight))]
         group: list[tuple[T, asyncio.Future[None]]] = []
         weight = 0
-        while pending and (not group or weight + weigh(pending[0][0]) <= self._max_weight):
-            weight += weigh(pending[0][0])
+        while pending:
+            next_weight = weight + weigh(pending[0][0])
+            if group and next_weight > self._max_weight:
+                break
+            weight = next_weight
             group.append(pending.popleft())
         return group
 
