@@ -180,10 +180,12 @@ def _sqlite_append(cursor: DBAPICursor, rows: list[list[Any]]) -> None:
 # decorators, JSON) measured 15 us a row, twice the cost of the insert itself. The values are written
 # as the declared types read them (UtcDateTime: naive UTC "YYYY-MM-DD HH:MM:SS.ffffff"; JSON: JSON text),
 # so every read through the table sees the same thing either way.
-# Rows go a hundred to a statement (INSERT ... VALUES (...), (...), ...): measured 30 % faster than
-# executemany, and the statement binds its parameters in one call instead of one per row.
+# Rows go a thousand to a statement (INSERT ... VALUES (...), (...), ...): measured 30 % faster than
+# executemany, and the statement binds its parameters in one call instead of one per row. A thousand
+# rather than a hundred: 1,000 rows took 7.5-8.3 ms of CPU in one statement against 10.5-11.9 ms in ten
+# (each statement is one more trip to SQLite and one more wait for the GIL on the way back).
 _COLUMNS = [column.name for column in log_records.c]
-_ROWS_PER_INSERT = 100  # x 14 parameters, well under SQLite's 32,766
+_ROWS_PER_INSERT = 1000  # x 14 parameters = 14,000, under SQLite's 32,766
 
 
 @functools.cache
@@ -198,7 +200,11 @@ _RECEIVED_SLOT = _COLUMNS.index("received_at")
 
 
 def _sqlite_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+    """``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC; a UTC moment is cut from its ISO form without converting
+    it (half the cost: 2.2 instead of 4.2 us, paid per request for single records)."""
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    return moment.isoformat(" ", "microseconds")[:26]
 
 
 # The parameter list below is written out column by column (a list display measured twice as fast as
