@@ -180,12 +180,13 @@ def _sqlite_append(cursor: DBAPICursor, rows: list[list[Any]]) -> None:
 # decorators, JSON) measured 15 us a row, twice the cost of the insert itself. The values are written
 # as the declared types read them (UtcDateTime: naive UTC "YYYY-MM-DD HH:MM:SS.ffffff"; JSON: JSON text),
 # so every read through the table sees the same thing either way.
-# Rows go a thousand to a statement (INSERT ... VALUES (...), (...), ...): measured 30 % faster than
+# Rows go a hundred to a statement (INSERT ... VALUES (...), (...), ...): measured 30 % faster than
 # executemany, and the statement binds its parameters in one call instead of one per row. A thousand
-# rather than a hundred: 1,000 rows took 7.5-8.3 ms of CPU in one statement against 10.5-11.9 ms in ten
-# (each statement is one more trip to SQLite and one more wait for the GIL on the way back).
+# per statement costs less CPU alone (7.5-8.3 against 10.5-11.9 ms per 1,000 rows) but did not do better
+# in the server (bench/intake.py batches: 48,800 and 48,100 records/s against 53,900 with a hundred): the
+# GIL is held for the whole bind of 14,000 parameters, and the loop's decoding waits meanwhile.
 _COLUMNS = [column.name for column in log_records.c]
-_ROWS_PER_INSERT = 1000  # x 14 parameters = 14,000, under SQLite's 32,766
+_ROWS_PER_INSERT = 100  # x 14 parameters, well under SQLite's 32,766
 
 
 @functools.cache
