@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import httpx
 import pytest
@@ -36,6 +37,27 @@ async def search(client: httpx.AsyncClient, tenant: Tenant, kind: str, **params:
 
 def ids(body: dict[str, object]) -> list[str]:
     return [hit["id"] for hit in body["data"]]  # type: ignore[attr-defined]
+
+
+class Spread(NamedTuple):
+    """Messages with one word, spread over two threads and two organizations (filters and isolation)."""
+
+    first: str  # thread holding ``mine`` and ``answer``
+    theirs: str  # the other organization's thread
+    mine: str
+    answer: str
+    elsewhere: str
+
+
+async def spread_word(client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant, word: str) -> Spread:
+    first = (await make_thread(client, tenant))["id"]
+    second = (await make_thread(client, tenant))["id"]
+    mine = await say(client, tenant, first, f"{word} sighting", role="user")
+    answer = await say(client, tenant, first, f"{word} facts", role="assistant")
+    elsewhere = await say(client, tenant, second, f"{word} again")
+    theirs = (await make_thread(client, other_tenant))["id"]
+    await say(client, other_tenant, theirs, f"{word} in another organization")
+    return Spread(first, theirs, mine, answer, elsewhere)
 
 
 class TestMessages:
@@ -123,13 +145,7 @@ class TestMessages:
     async def test_filters_and_isolation(
         self, client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant
     ) -> None:
-        first = (await make_thread(client, tenant))["id"]
-        second = (await make_thread(client, tenant))["id"]
-        mine = await say(client, tenant, first, "kangaroo sighting", role="user")
-        answer = await say(client, tenant, first, "kangaroo facts", role="assistant")
-        elsewhere = await say(client, tenant, second, "kangaroo again")
-        theirs = (await make_thread(client, other_tenant))["id"]
-        await say(client, other_tenant, theirs, "kangaroo in another organization")
+        first, theirs, mine, answer, elsewhere = await spread_word(client, tenant, other_tenant, "kangaroo")
 
         assert set(ids(await search(client, tenant, "messages", q="kangaroo"))) == {mine, answer, elsewhere}
         assert set(ids(await search(client, tenant, "messages", q="kangaroo", threadId=first))) == {
@@ -265,13 +281,7 @@ async def test_sqlite_excluding_the_other_organizations_finds_the_same(
 
     monkeypatch.setattr(sqlite, "_MAX_EXCLUDED", 10**6)
     monkeypatch.setattr(sqlite._TenantFilter, "_sizes_of", sizes)
-    first = (await make_thread(client, tenant))["id"]
-    second = (await make_thread(client, tenant))["id"]
-    mine = await say(client, tenant, first, "wallaby sighting", role="user")
-    answer = await say(client, tenant, first, "wallaby facts", role="assistant")
-    elsewhere = await say(client, tenant, second, "wallaby again")
-    theirs = (await make_thread(client, other_tenant))["id"]
-    await say(client, other_tenant, theirs, "wallaby in another organization")
+    first, theirs, mine, answer, elsewhere = await spread_word(client, tenant, other_tenant, "wallaby")
 
     body = await search(client, tenant, "messages", q="wallaby")
     assert set(ids(body)) == {mine, answer, elsewhere}
