@@ -159,8 +159,9 @@ _SQLITE_SET_LAST_ID = "UPDATE log_sequence SET last_id = ? WHERE id = 1"
 
 
 def _sqlite_append(cursor: DBAPICursor, rows: list[list[Any]]) -> None:
+    statement = _SQLITE_LAST_ID  # the one an error names
     try:
-        found = cursor.execute(_SQLITE_LAST_ID).fetchone()
+        found = cursor.execute(statement).fetchone()
         ids, received_at = _next_ids(found[0] if found else None, len(rows))
         received_text = _sqlite_time(received_at)
         for parameters, row_id in zip(rows, ids, strict=True):
@@ -168,10 +169,12 @@ def _sqlite_append(cursor: DBAPICursor, rows: list[list[Any]]) -> None:
             parameters[_RECEIVED_SLOT] = received_text
         for start in range(0, len(rows), _ROWS_PER_INSERT):
             chunk = rows[start : start + _ROWS_PER_INSERT]
-            cursor.execute(_sqlite_insert(len(chunk)), list(itertools.chain.from_iterable(chunk)))
-        cursor.execute(_SQLITE_SET_LAST_ID, (ids[-1],))
+            statement = _sqlite_insert(len(chunk))
+            cursor.execute(statement, list(itertools.chain.from_iterable(chunk)))
+        statement = _SQLITE_SET_LAST_ID
+        cursor.execute(statement, (ids[-1],))
     except sqlite3.Error as exc:  # as SQLAlchemy would have raised it (IntegrityError, ...)
-        raise sa.exc.DBAPIError.instance(_sqlite_insert(1), None, exc, sqlite3.Error) from exc
+        raise sa.exc.DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
     finally:
         cursor.close()
 
