@@ -21,12 +21,15 @@ from threadline.search.endpoints import router as search_router
 from threadline.settings.endpoints import router as settings_router
 from threadline.telemetry.endpoints import router as logs_router
 from threadline.telemetry.intake import create_intake_app
+from threadline.threads.endpoints import LIST_ROUTE, ThreadListEndpoint
 from threadline.threads.endpoints import router as threads_router
 
 
 def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
     settings = settings or Settings()
-    app = assemble("Threadline API", "api", settings, services)
+    app = assemble(
+        "Threadline API", "api", settings, services, served_before_routing=(ThreadListEndpoint, LIST_ROUTE)
+    )
     mount_routes(
         app,
         me_router,

@@ -160,6 +160,28 @@ class TestList:
             assert_error(response, 400, "BAD_REQUEST", operation_id="threads.list", reason=reason)
 
 
+    async def test_each_method_passes_the_middleware_once(
+        self, client: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
+        """GET (and HEAD) are answered before routing, POST through FastAPI: each request is still
+        authenticated and counted once, whichever way it went (ThreadListEndpoint, assembly._App)."""
+        remaining = []
+        for method in ("GET", "HEAD", "POST", "GET"):
+            response = await client.request(method, "/v1/threads", headers=tenant.secret, json={})
+            assert response.status_code == (201 if method == "POST" else 200), response.text
+            assert response.headers["x-request-id"]
+            remaining.append(int(response.headers["x-ratelimit-remaining"]))
+        assert remaining == [999, 998, 997, 996]
+
+    async def test_head_answers_headers_without_a_body(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+        await make_thread(client, tenant)
+        got = await client.get("/v1/threads", headers=tenant.secret)
+        head = await client.head("/v1/threads", headers=tenant.secret)
+        assert head.status_code == 200
+        assert head.content == b""
+        assert head.headers["content-type"] == got.headers["content-type"] == "application/json"
+        assert head.headers["content-length"] == got.headers["content-length"]
+
 class TestGet:
     async def test_requires_a_key(self, client: httpx.AsyncClient) -> None:
         response = await client.get("/v1/threads/thr_x")

@@ -88,14 +88,19 @@ def invalid_json(detail: str) -> BadRequest:
     return BadRequest(f"The body is not valid JSON: {detail}.", reason="INVALID_JSON")
 
 
-async def _validation_error(request: Request, exc: Exception) -> Response:
-    """Validation is a 400 (never 422)."""
-    assert isinstance(exc, RequestValidationError)
+def request_invalid(exc: RequestValidationError) -> BadRequest:
+    """What a ``RequestValidationError`` answers: a 400 (never 422), for routing's handler and for the
+    endpoints served before routing alike."""
     problems = list(exc.errors())
     if any(p.get("type") == "json_invalid" for p in problems):
         detail = next(p for p in problems if p.get("type") == "json_invalid").get("ctx", {}).get("error", "")
-        return _respond(request, invalid_json(detail))
-    return _respond(request, validation_failed(problems))
+        return invalid_json(detail)
+    return validation_failed(problems)
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    return _respond(request, request_invalid(exc))
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -1,14 +1,18 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
+from fastapi.exceptions import RequestValidationError
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from threadline.keys.auth import principal_of
-from threadline.kit.deps import ConnDep, ServicesDep, get_services
-from threadline.kit.errors import BadRequest
+from threadline.kit.deps import ConnDep, ServicesDep
+from threadline.kit.errors import ApiError, BadRequest, render_envelope
+from threadline.kit.handlers import request_invalid
 from threadline.kit.metadata import MAX_KEY_CHARS, MAX_KEYS, MAX_VALUE_CHARS
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CURSOR_PARAMETERS, CursorPage, cursor_params_of
 from threadline.runs.service import end_thread_runs
+from threadline.runtime import Runtime
 from threadline.threads import service
 from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate, page_json
 
@@ -38,24 +42,53 @@ def _metadata_filter(request: Request) -> dict[str, str]:
     return wanted
 
 
+class ThreadListEndpoint:
+    """Serves ``GET /v1/threads`` as plain ASGI, behind the same middleware (request id, authentication,
+    rate limit) but outside FastAPI's routing (``assembly.assemble``'s ``served_before_routing``), as the
+    intake serves its ingestion: the hottest read. Measured under wrk (64 connections, 100,000 threads),
+    FastAPI's routing, endpoint wrapper and response handling were ~10 % of the request's CPU (579 → 527
+    and 533 → 464 µs). Its body is written straight from the stored rows (``page_json``) and its page
+    parameters are read without a FastAPI dependency (``cursor_params_of``); the operation is declared to
+    FastAPI below, once, for the contract."""
+
+    def __init__(self, app: ASGIApp, *, runtime: Runtime) -> None:
+        self.app = app  # never called: only GET and HEAD on this path come here (``LIST_ROUTE``)
+        self.runtime = runtime
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        try:
+            page = cursor_params_of(request)
+            # No request transaction: the unfiltered list is one statement (see the service).
+            threads, next_cursor = await service.list_threads(
+                self.runtime.services.db,
+                principal_of(request).organization_id,
+                page,
+                _metadata_filter(request),
+            )
+        except RequestValidationError as exc:
+            response = render_envelope(scope, request_invalid(exc), _LIST_OPERATION)
+        except ApiError as error:
+            response = render_envelope(scope, error, _LIST_OPERATION)
+        else:
+            response = Response(page_json(threads, next_cursor), media_type="application/json")
+        await response(scope, receive, send)
+
+
+_LIST_OPERATION = "threads.list"
+LIST_ROUTE = {"/v1/threads": frozenset({"GET", "HEAD"})}
+
+
 @router.get(
     "",
-    operation_id="threads.list",
+    operation_id=_LIST_OPERATION,
     response_model=CursorPage[ThreadOut],
     responses=errors(400, *AUTHENTICATED),
     openapi_extra={"parameters": [*CURSOR_PARAMETERS, _METADATA_FILTER]},
 )
-async def list_threads(request: Request) -> Response:
+async def list_threads(request: Request) -> None:  # pragma: no cover - served by ThreadListEndpoint
     """The organization's threads, newest first."""
-    # The hottest read: the body is written directly from the stored rows (see ``page_json``), and the
-    # page parameters are read without a FastAPI dependency (``cursor_params_of``).
-    # No ConnDep: the unfiltered list is one statement and needs no request transaction (see the service).
-    page = cursor_params_of(request)
-    services = await get_services(request)
-    threads, next_cursor = await service.list_threads(
-        services.db, principal_of(request).organization_id, page, _metadata_filter(request)
-    )
-    return Response(page_json(threads, next_cursor), media_type="application/json")
+    raise AssertionError(f"{request.url.path} is served by ThreadListEndpoint, before routing")
 
 
 @router.post(
