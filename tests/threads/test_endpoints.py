@@ -159,7 +159,6 @@ class TestList:
             response = await client.get("/v1/threads", headers=tenant.secret, params=params)
             assert_error(response, 400, "BAD_REQUEST", operation_id="threads.list", reason=reason)
 
-
     async def test_each_method_passes_the_middleware_once(
         self, client: httpx.AsyncClient, tenant: Tenant
     ) -> None:
@@ -173,7 +172,9 @@ class TestList:
             remaining.append(int(response.headers["x-ratelimit-remaining"]))
         assert remaining == [999, 998, 997, 996]
 
-    async def test_head_answers_headers_without_a_body(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+    async def test_head_answers_headers_without_a_body(
+        self, client: httpx.AsyncClient, tenant: Tenant
+    ) -> None:
         await make_thread(client, tenant)
         got = await client.get("/v1/threads", headers=tenant.secret)
         head = await client.head("/v1/threads", headers=tenant.secret)
@@ -181,6 +182,7 @@ class TestList:
         assert head.content == b""
         assert head.headers["content-type"] == got.headers["content-type"] == "application/json"
         assert head.headers["content-length"] == got.headers["content-length"]
+
 
 class TestGet:
     async def test_requires_a_key(self, client: httpx.AsyncClient) -> None:
