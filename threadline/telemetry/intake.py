@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from threadline import health
-from threadline.assembly import assemble, mount_routes
+from threadline.assembly import assemble, mount_routes, never_routed
 from threadline.config import Settings
 from threadline.keys.auth import PRINCIPAL_SCOPE_KEY
 from threadline.kit.clock import utcnow
@@ -152,10 +152,6 @@ _ROUTES: dict[str, Kind] = {"/v1/logs": "log", "/v1/events": "event"}
 _OPERATIONS: dict[Kind, str] = {"log": "logs.ingest", "event": "events.ingest"}
 
 
-async def _served_before_routing(request: Request) -> None:  # pragma: no cover - never reached
-    raise AssertionError(f"{request.url.path} is served by IngestEndpoints, before routing")
-
-
 _OTLP_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "OTLP requests: all records committed; an `ExportLogsServiceResponse` in the "
@@ -179,7 +175,7 @@ async def ingest_logs(request: Request) -> None:
     NDJSON, or OpenTelemetry OTLP/HTTP logs (JSON or protobuf); `Content-Encoding: gzip` accepted. At most
     5 MiB per request after decompression and 1 MiB per record. All or nothing: a bad record is a 400
     naming its index and nothing is stored. The answer comes after the commit."""
-    await _served_before_routing(request)
+    never_routed(request)
 
 
 @router.post(
@@ -193,7 +189,7 @@ async def ingest_logs(request: Request) -> None:
 async def ingest_events(request: Request) -> None:
     """Product events with a project's public key (`x-service-key`); the same formats (but OTLP),
     limits and guarantees as log records. Stored as telemetry of kind `event`."""
-    await _served_before_routing(request)
+    never_routed(request)
 
 
 # --- errors in OTLP's protobuf encoding -----------------------------------------------------------------

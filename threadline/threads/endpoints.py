@@ -4,6 +4,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from threadline.assembly import never_routed
 from threadline.keys.auth import principal_of
 from threadline.kit.deps import ConnDep, ServicesDep
 from threadline.kit.errors import ApiError, BadRequest, render_envelope
@@ -86,9 +87,9 @@ LIST_ROUTE = {"/v1/threads": frozenset({"GET", "HEAD"})}
     responses=errors(400, *AUTHENTICATED),
     openapi_extra={"parameters": [*CURSOR_PARAMETERS, _METADATA_FILTER]},
 )
-async def list_threads(request: Request) -> None:  # pragma: no cover - served by ThreadListEndpoint
+async def list_threads(request: Request) -> None:
     """The organization's threads, newest first."""
-    raise AssertionError(f"{request.url.path} is served by ThreadListEndpoint, before routing")
+    never_routed(request)  # served by ThreadListEndpoint
 
 
 @router.post(
