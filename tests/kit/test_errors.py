@@ -38,6 +38,18 @@ class TestRouting:
         assert_error(response, 405, "METHOD_NOT_ALLOWED", operation_id="unknown")
         assert response.headers["allow"] == "GET"
 
+    @pytest.mark.parametrize(
+        ("path", "allowed"),
+        [("/v1/threads", "GET, POST"), ("/v1/threads/thr_unknown", "DELETE, GET, PATCH")],
+    )
+    async def test_allow_names_every_method_of_the_path(
+        self, client: httpx.AsyncClient, tenant: Tenant, path: str, allowed: str
+    ) -> None:
+        # Each method is a route of its own: the header must not stop at the first route whose path matched.
+        response = await client.put(path, headers=tenant.secret)
+        assert_error(response, 405, "METHOD_NOT_ALLOWED", operation_id="unknown")
+        assert response.headers["allow"] == allowed
+
     async def test_every_response_has_a_request_id(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
         ids = set()
         for path in ("/healthz", "/readyz", "/v1/me", "/v1/nothing", "/docs"):

@@ -42,9 +42,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404:
         error = NotFound(f"No operation at {request.method} {request.url.path}.")
     elif exc.status_code == 405:
-        error = MethodNotAllowed(
-            f"{request.method} is not allowed on {request.url.path}.", headers=dict(exc.headers or {})
-        )
+        operations: OperationIndex = request.app.state.operations
+        allowed = operations.allowed_methods(request.scope)
+        headers = {"Allow": ", ".join(allowed)} if allowed else dict(exc.headers or {})
+        error = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}.", headers=headers)
     elif exc.status_code == 413:
         error = PayloadTooLarge("The request body is too large.")
     elif exc.status_code == 400:

@@ -1,4 +1,5 @@
-"""Naming the operation a request addressed, for error bodies, wherever the error is written.
+"""Naming the operation a request addressed, for error bodies, wherever the error is written, and the
+methods a path has, for a 405.
 
 Authentication and body limits answer before the router runs, so the lookup cannot rely on routing
 having happened; an index of path patterns and methods is built once, on the first error that needs it.
@@ -39,3 +40,13 @@ class OperationIndex:
             if method in methods and pattern.match(path):
                 return operation_id
         return UNKNOWN_OPERATION
+
+    def allowed_methods(self, scope: Scope) -> list[str]:
+        """Every method with an operation at the request's path, for a 405's ``Allow``. Starlette's own
+        header names only the first route whose path matched (``GET`` on ``/v1/threads``, not ``POST``), as
+        each method is a route of its own."""
+        if self._entries is None:
+            self._entries = self._build()
+        path = scope["path"]
+        found = {method for pattern, methods, _ in self._entries if pattern.match(path) for method in methods}
+        return sorted(found)
