@@ -20,7 +20,7 @@ def _value(identifier: str) -> int:
         (5, 1000),
         (1023, 2),  # across a run of 1,024 (the last pair of characters wraps)
         (1000, 3000),  # across several runs
-        ((1 << 30) - 3, 10),  # across 2**30 (the third pair from the end changes too)
+        ((1 << 30) - 3, 10),  # across 2**30 (the fourth pair from the end changes too)
         ((1 << 80) - 2, 5),  # across the millisecond's random part: the time part counts on
     ],
 )

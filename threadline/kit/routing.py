@@ -31,12 +31,15 @@ class OperationIndex:
                 entries.append((pattern, frozenset(context.methods), operation_id))
         return entries
 
-    def operation_id(self, scope: Scope) -> str:
-        """The operation's id, or ``unknown`` for a path or method that matches no operation."""
+    def _index(self) -> list[tuple[re.Pattern[str], frozenset[str], str]]:
         if self._entries is None:
             self._entries = self._build()
+        return self._entries
+
+    def operation_id(self, scope: Scope) -> str:
+        """The operation's id, or ``unknown`` for a path or method that matches no operation."""
         path, method = scope["path"], scope["method"]
-        for pattern, methods, operation_id in self._entries:
+        for pattern, methods, operation_id in self._index():
             if method in methods and pattern.match(path):
                 return operation_id
         return UNKNOWN_OPERATION
@@ -45,8 +48,6 @@ class OperationIndex:
         """Every method with an operation at the request's path, for a 405's ``Allow``. Starlette's own
         header names only the first route whose path matched (``GET`` on ``/v1/threads``, not ``POST``), as
         each method is a route of its own."""
-        if self._entries is None:
-            self._entries = self._build()
         path = scope["path"]
-        found = {method for pattern, methods, _ in self._entries if pattern.match(path) for method in methods}
+        found = {method for pattern, methods, _ in self._index() if pattern.match(path) for method in methods}
         return sorted(found)
