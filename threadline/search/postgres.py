@@ -23,8 +23,10 @@ import sqlalchemy as sa
 from threadline.kit.db import Conn
 from threadline.kit.pagination import PageParams
 from threadline.messages.tables import messages
-from threadline.search.backend import Hits, MessageFilter, StoredMatches, page_of
+from threadline.search import sealed
+from threadline.search.backend import Hits, Matches, MessageFilter, StoredMatches, page_of
 from threadline.search.query import Phrase, Query, is_short, tsquery_phrase
+from threadline.search.sets import Seqs
 from threadline.threads.tables import threads
 
 _ENGLISH: sa.ColumnElement[Any] = sa.literal_column("'english'::regconfig")
@@ -50,6 +52,11 @@ def tsquery(query: Query) -> sa.ColumnElement[Any]:
     return expression
 
 
+async def _compiled(conn: Conn, query: Query) -> str:
+    """The query as PostgreSQL prints it, stemmed and stop words dropped: what the postings are read for."""
+    return str((await conn.execute(sa.select(sa.cast(tsquery(query), sa.Text)))).scalar_one())
+
+
 class _Matches(StoredMatches):
     def __init__(
         self, conn: Conn, table: sa.Table, text: str, filters: list[sa.ColumnElement[bool]], query: Query
@@ -68,6 +75,20 @@ class _Matches(StoredMatches):
             sa.select(table.c.seq).where(self._where).order_by(table.c.seq.desc()).offset(offset).limit(limit)
         )
         return list((await self._conn.execute(query)).scalars())
+
+
+class _Sealed(StoredMatches):
+    """Matches already known, in ``seq`` order: from the postings, and the GIN index above the watermark."""
+
+    def __init__(self, conn: Conn, filters: list[sa.ColumnElement[bool]], seqs: Seqs) -> None:
+        super().__init__(conn, messages, "content", filters)
+        self._newest_first = seqs[::-1]
+
+    async def count(self) -> int:
+        return len(self._newest_first)
+
+    async def newest(self, offset: int, limit: int) -> list[int]:
+        return [int(seq) for seq in self._newest_first[offset : offset + limit]]
 
 
 class PostgresSearch:
@@ -90,4 +111,10 @@ class PostgresSearch:
             filters.append(messages.c.thread_id == where.thread_id)
         if where.role is not None:
             filters.append(messages.c.role == where.role)
-        return await page_of(_Matches(conn, messages, "content", filters, query), query, "content", page)
+        seqs = None
+        if where.thread_id is None:  # a thread's messages are few: the GIN index finds them at once
+            seqs = await sealed.matches(conn, organization_id, await _compiled(conn, query), where.role)
+        found: Matches = _Matches(conn, messages, "content", filters, query)
+        if seqs is not None:
+            found = _Sealed(conn, filters, seqs)
+        return await page_of(found, query, "content", page)

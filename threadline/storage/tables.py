@@ -13,8 +13,9 @@ from threadline.threads.tables import threads
 from threadline.users.tables import users
 
 # Full-text objects the migrations create per dialect, outside the declared tables: SQLite FTS5 virtual
-# tables (and their shadow tables), PostgreSQL's generated search_vector columns.
-SEARCH_TABLE_PREFIXES = ("threads_fts", "messages_fts")
+# tables (and their shadow tables), PostgreSQL's generated search_vector columns and message postings
+# (search/postings.py).
+SEARCH_TABLE_PREFIXES = ("threads_fts", "messages_fts", "search_")
 SEARCH_COLUMNS = ("search_vector",)
 # PostgreSQL's partitions of log_records (log_records_p20261121, log_records_default): created and dropped
 # by the migrations and by telemetry.partitions, never declared one by one.

@@ -1,0 +1,125 @@
+"""PostgreSQL: the matches of a message search read from the sealed postings (``search/postings.py``)
+and, above the watermark, from the GIN index; every statement scoped to the organization.
+
+Three statements: the postings of the query's lexemes with the organization's tombstones and the
+watermark (one statement, one snapshot: a merge or a seal in between cannot be seen half done), the
+messages above that watermark that match (by primary key from the watermark up: the planner gets the
+watermark as a constant, so it knows the range is small), and, for a phrase under ``-``, which candidates
+hold the phrase. A message deleted between the first and the second statement may still be counted by
+that one search, as it would be by a search that ran a moment earlier; its row is not returned."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from threadline.kit.db import Conn
+from threadline.search import sets, tsquery
+from threadline.search.postings import ROLE_MARK
+from threadline.search.sets import Seqs
+from threadline.search.tsquery import Lexeme, Node
+
+_TAIL = (
+    "SELECT seq FROM messages WHERE organization_id = :organization_id AND seq > {sealed} "
+    "AND search_vector @@ CAST(:query AS tsquery)"
+)
+_VERIFY = sa.text(
+    "SELECT seq FROM messages WHERE organization_id = :organization_id "
+    "AND seq = ANY(CAST(:candidates AS bigint[])) AND search_vector @@ CAST(:query AS tsquery)"
+)
+
+
+def _after_prefix(prefix: str) -> str | None:
+    """The least text greater than every text starting with ``prefix`` (byte order, ``COLLATE "C"``)."""
+    for at in range(len(prefix) - 1, -1, -1):
+        code = ord(prefix[at]) + 1
+        if 0xD800 <= code <= 0xDFFF:  # surrogates are not characters: the next one is U+E000
+            code = 0xE000
+        if code <= 0x10FFFF:
+            return prefix[:at] + chr(code)
+    return None
+
+
+def _postings_statement(operands: list[Lexeme]) -> tuple[sa.TextClause, dict[str, object]]:
+    exact = sorted({o.text for o in operands if not o.prefix})
+    values: dict[str, object] = {"exact": exact}
+    ranges = []
+    for i, prefix in enumerate(sorted({o.text for o in operands if o.prefix})):
+        values[f"from_{i}"] = prefix
+        bound = _after_prefix(prefix)
+        if bound is None:
+            ranges.append(f"lexeme >= :from_{i}")
+        else:
+            values[f"to_{i}"] = bound
+            ranges.append(f"(lexeme >= :from_{i} AND lexeme < :to_{i})")
+    wanted = " OR ".join(["lexeme = ANY(CAST(:exact AS text[]))", *ranges])
+    # Only bind parameter names are formatted in.
+    statement = sa.text(
+        "SELECT 0 AS kind, lexeme, seqs FROM search_postings "  # noqa: S608
+        f"WHERE organization_id = :organization_id AND ({wanted}) "
+        "UNION ALL SELECT 1, NULL, string_agg(int8send(seq), ''::bytea ORDER BY seq) "
+        "FROM search_tombstones WHERE organization_id = :organization_id "
+        "UNION ALL SELECT 2, NULL, int8send(sealed_seq) FROM search_watermark WHERE id = 1"
+    )
+    return statement, values
+
+
+class _Postings:
+    """The fetched postings, by lexeme; each operand's seqs decoded once."""
+
+    def __init__(self, by_lexeme: dict[str, list[bytes]]) -> None:
+        self._by_lexeme = by_lexeme
+        self._decoded: dict[Lexeme, Seqs] = {}
+
+    def __call__(self, operand: Lexeme) -> Seqs:
+        key = Lexeme(operand.text, operand.prefix)
+        if key not in self._decoded:
+            if key.prefix:
+                found = (ps for lexeme, ps in self._by_lexeme.items() if lexeme.startswith(key.text))
+                parts = [part for ps in found for part in ps]
+            else:
+                parts = self._by_lexeme.get(key.text, [])
+            self._decoded[key] = sets.decode(parts)
+        return self._decoded[key]
+
+
+async def matches(conn: Conn, organization_id: str, compiled: str, role: str | None) -> Seqs | None:
+    """Every match of the ``tsquery`` text ``compiled``, oldest first; ``None`` when the postings cannot
+    answer it (``sets.is_exact``) and the caller must ask the GIN index."""
+    try:
+        tree = tsquery.parse(compiled)
+    except tsquery.TsqueryError:
+        return None
+    if tree is None:
+        return sets.empty()  # only stop words: PostgreSQL matches nothing either
+    if not sets.is_exact(tree):
+        return None
+    operands = sets.lexemes(tree)
+    role_operand = None if role is None else Lexeme(ROLE_MARK + role, prefix=False)
+    statement, values = _postings_statement(operands if role_operand is None else [*operands, role_operand])
+    values["organization_id"] = organization_id
+    by_lexeme: dict[str, list[bytes]] = {}
+    tombstones, sealed = sets.empty(), 0
+    for row in (await conn.execute(statement, values)).all():
+        kind, lexeme, seqs = row.kind, row.lexeme, row.seqs
+        if kind == 0:
+            by_lexeme.setdefault(lexeme, []).append(bytes(seqs))
+        elif kind == 1 and seqs is not None:
+            tombstones = sets.decode([bytes(seqs)])
+        elif kind == 2:
+            sealed = int(sets.decode([bytes(seqs)])[0])
+    lookup = _Postings(by_lexeme)
+
+    async def verify(candidates: Seqs, node: Node) -> Seqs:
+        query = {"organization_id": organization_id, "candidates": candidates.tolist()}
+        rows = await conn.execute(_VERIFY, {**query, "query": tsquery.to_text(node)})
+        return sets.of(rows.scalars().all())
+
+    found = await sets.evaluate(tree, lookup, verify)
+    if role_operand is not None:
+        found = sets.intersect(found, lookup(role_operand))
+    found = sets.subtract(found, tombstones)
+    tail = _TAIL.format(sealed=sealed)
+    values = {"organization_id": organization_id, "query": compiled}
+    if role is not None:
+        tail, values["role"] = tail + " AND role = :role", role
+    return sets.union([found, sets.of((await conn.execute(sa.text(tail), values)).scalars().all())])
