@@ -53,8 +53,11 @@ from threadline.config import normalize_database_url
 from threadline.kit.db import Database
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import PageParams
-from threadline.search import service
-from threadline.search.backend import MessageFilter, backend_for
+from threadline.messages.tables import messages as messages_table
+from threadline.search import postgres as postgres_search
+from threadline.search import postings, service
+from threadline.search.backend import Hits, MessageFilter, backend_for, page_of
+from threadline.search.postgres import PostgresSearch
 
 TARGET_P99_MS = 50.0
 TARGET_TEXT = "search p99 < 50 ms at 1,000,000 messages"
@@ -694,6 +697,7 @@ class Sample:
     http_ms: float
     total_results: int
     service_ms: float | None = None
+    gin_service_ms: float | None = None  # PostgreSQL: the same, the GIN index alone (the baseline)
     statements_ms: list[float] = field(default_factory=list)
 
     @property
@@ -766,25 +770,8 @@ async def measure_in_process(
     try:
         for measured in (False, True):
             for sample in samples:
-                page = PageParams(page=sample.page, limit=PAGE_LIMIT)
                 statements.clear()
-                gc.disable()
-                try:
-                    started = time.perf_counter()
-                    if sample.path == THREADS_PATH:
-                        found: Any = await service.search_threads(db, backend, org_id, sample.q, page)
-                    else:
-                        found = await service.search_messages(
-                            db, backend, org_id, sample.q, MessageFilter(), page
-                        )
-                    elapsed_ms = (time.perf_counter() - started) * 1000
-                finally:
-                    gc.enable()
-                total = found.pagination.total_results
-                if total != sample.total_results:
-                    raise BenchError(
-                        f"{sample.q!r}: {total} results in-process, {sample.total_results} by HTTP"
-                    )
+                elapsed_ms = await _search_in_process(db, backend, org_id, sample, "in-process")
                 searches = [s for s in statements if not s[0].lstrip().upper().startswith("BEGIN")]
                 if measured and searches:
                     sample.service_ms = elapsed_ms
@@ -798,6 +785,53 @@ async def measure_in_process(
         event.remove(Engine, "after_cursor_execute", after)
         await db.dispose()
     return slowest
+
+
+async def _search_in_process(db: Database, backend: Any, org_id: str, sample: Sample, label: str) -> float:
+    """One search through the service, timed (ms), its ``totalResults`` checked against the HTTP answer."""
+    page = PageParams(page=sample.page, limit=PAGE_LIMIT)
+    gc.disable()
+    try:
+        started = time.perf_counter()
+        if sample.path == THREADS_PATH:
+            found: Any = await service.search_threads(db, backend, org_id, sample.q, page)
+        else:
+            found = await service.search_messages(db, backend, org_id, sample.q, MessageFilter(), page)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+    finally:
+        gc.enable()
+    total = found.pagination.total_results
+    if total != sample.total_results:
+        raise BenchError(f"{sample.q!r}: {total} results {label}, {sample.total_results} by HTTP")
+    return elapsed_ms
+
+
+class GinOnlySearch(PostgresSearch):
+    """The baseline: message search as it was before postings, every match found and counted by the GIN
+    index (``count(*)`` and the newest 200 through ``@@``)."""
+
+    async def messages(
+        self, conn: Any, organization_id: str, query: Any, where: MessageFilter, page: PageParams
+    ) -> Hits:
+        filters = [messages_table.c.organization_id == organization_id]
+        gin = postgres_search._Matches(conn, messages_table, "content", filters, query)
+        return await page_of(gin, query, "content", page)
+
+
+async def measure_gin_baseline(url: str, org_id: str, samples: Sequence[Sample]) -> None:
+    """The same queries in-process through ``GinOnlySearch``, warm-up pass then measured into
+    ``gin_service_ms``. Every ``totalResults`` must equal the postings' answer over HTTP: a check of the
+    postings against the GIN index at 1,000,000 messages."""
+    db = Database(normalize_database_url(url))
+    gin = GinOnlySearch()
+    try:
+        for measured in (False, True):
+            for sample in samples:
+                elapsed_ms = await _search_in_process(db, gin, org_id, sample, "through GIN alone")
+                if measured:
+                    sample.gin_service_ms = elapsed_ms
+    finally:
+        await db.dispose()
 
 
 async def explain_postgres(url: str, statements: Sequence[tuple[str, Any]]) -> list[str]:
@@ -843,6 +877,9 @@ def summarize(samples: Sequence[Sample]) -> dict[str, Any]:
             "service_p50_ms": percentile(in_process, 0.5),
             "service_p99_ms": percentile(in_process, 0.99),
         }
+    gin = [s.gin_service_ms for s in samples if s.gin_service_ms is not None]
+    if gin:
+        summary |= {"gin_service_p50_ms": percentile(gin, 0.5), "gin_service_p99_ms": percentile(gin, 0.99)}
     return summary
 
 
@@ -884,6 +921,9 @@ def run_shape(
             seed_sqlite(data_dir / "threadline.db", data, end)
         seed_seconds = time.perf_counter() - started
         print(f"{shape}: seeded in {seed_seconds:.1f} s", file=sys.stderr)
+        sealing: dict[str, Any] = {}
+        if shape == "postgres":
+            sealing = asyncio.run(seal_postgres(url))
         database = asyncio.run(_database_facts(url)) if shape == "postgres" else _sqlite_facts(data_dir)
 
         port, intake_port = free_port(), free_port()
@@ -910,6 +950,8 @@ def run_shape(
             dialect = "postgresql" if shape == "postgres" else "sqlite"
             slowest = asyncio.run(measure_in_process(url, dialect, org_id, samples))
             if shape == "postgres":
+                print(f"{shape}: the same through the GIN index alone (baseline)", file=sys.stderr)
+                asyncio.run(measure_gin_baseline(url, org_id, samples))
                 worst = sorted(range(len(samples)), key=lambda i: samples[i].sql_ms or 0.0, reverse=True)[:3]
                 plans = asyncio.run(explain_postgres(url, [slowest[i] for i in worst]))
                 explains = [
@@ -921,6 +963,7 @@ def run_shape(
     slow = sorted(samples, key=lambda s: s.http_ms, reverse=True)[:10]
     return {
         "seed_seconds": seed_seconds,
+        "sealing": sealing,
         "messages": len(corpora[0].messages),
         "other_org_messages": len(corpora[1].messages),
         "database": database,
@@ -935,6 +978,38 @@ def run_shape(
         "explain": explains,
         "samples": [asdict(s) for s in samples],
         "target_met": summarize(samples)["p99_ms"] < TARGET_P99_MS,
+    }
+
+
+async def seal_postgres(url: str) -> dict[str, Any]:
+    """Seal the whole corpus into search postings before the server starts, with the code ``serve`` runs
+    every two seconds (``search/postings.py``): a live server seals as messages arrive, a bulk COPY is
+    sealed at once. Then VACUUM ANALYZE, as autovacuum would."""
+    db = Database(normalize_database_url(url))
+    try:
+        started = time.perf_counter()
+        report = await postings.seal(db)
+        seconds = time.perf_counter() - started
+    finally:
+        await db.dispose()
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("VACUUM (ANALYZE) search_postings")
+        size = await conn.fetchval("SELECT pg_total_relation_size('search_postings')")
+        segments = await conn.fetchval("SELECT count(*) FROM search_segments")
+    finally:
+        await conn.close()
+    print(
+        f"  postgres: sealed {report.messages:,} messages in {seconds:.1f} s ({report.merges} merges, "
+        f"{segments} segments, postings {size / 2**20:.0f} MiB)",
+        file=sys.stderr,
+    )
+    return {
+        "seconds": seconds,
+        "messages": report.messages,
+        "merges": report.merges,
+        "segments": segments,
+        "postings_bytes": size,
     }
 
 
@@ -1074,9 +1149,14 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _ratio(baseline: float | None, ours: float | None) -> str:
+    return "-" if baseline is None or not ours else f"{baseline / ours:.1f}x"
+
+
 def report(results: dict[str, Any]) -> str:
     blocks = []
     header = ["class", "n", "p50 ms", "p90 ms", "p99 ms", "max ms", "mean results", "sql p50", "sql p99"]
+    header += ["service p50", "service p99", "GIN p50", "GIN p99", "p99 ratio"]
     for shape, result in results["shapes"].items():
         rows = []
         for kind, s in [*result["classes"].items(), ("all", result["overall"])]:
@@ -1091,6 +1171,11 @@ def report(results: dict[str, Any]) -> str:
                     f"{s['mean_total_results']:,.0f}",
                     _ms(s.get("sql_p50_ms")),
                     _ms(s.get("sql_p99_ms")),
+                    _ms(s.get("service_p50_ms")),
+                    _ms(s.get("service_p99_ms")),
+                    _ms(s.get("gin_service_p50_ms")),
+                    _ms(s.get("gin_service_p99_ms")),
+                    _ratio(s.get("gin_service_p99_ms"), s.get("service_p99_ms")),
                 ]
             )
         size_mb = result["database"]["size_bytes"] / 1e6
@@ -1098,6 +1183,12 @@ def report(results: dict[str, Any]) -> str:
             f"{shape}: {result['messages']:,} messages (+{result['other_org_messages']:,} in another "
             f"organization), seeded in {result['seed_seconds']:.1f} s, database {size_mb:,.0f} MB"
         )
+        if result.get("sealing"):
+            sealing = result["sealing"]
+            title += (
+                f"\nsealed into postings in {sealing['seconds']:.1f} s ({sealing['segments']} segments, "
+                f"{sealing['postings_bytes'] / 1e6:,.0f} MB)"
+            )
         slowest = "\n".join(
             f"  {s['http_ms']:8.1f} ms  {s['kind']:<10} {s['q']!r}"
             + (f" page {s['page']}" if s["page"] != 1 else "")
@@ -1112,7 +1203,9 @@ def report(results: dict[str, Any]) -> str:
         )
     blocks.append(
         "(ms: HTTP round trip from this process, one request at a time; "
-        "sql: the same queries' SQL statements, run in-process)"
+        "sql: the same queries' SQL statements, run in-process; service: the search service in-process; "
+        "GIN: the same with every match found and counted by the GIN index, as before postings (the "
+        "baseline); p99 ratio: GIN / service)"
     )
     return "\n\n".join(blocks)
 

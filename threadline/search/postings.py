@@ -35,14 +35,17 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from threadline.kit.db import Conn, Database
+from threadline.search.sets import ROLE_MARK
 
 log = logging.getLogger(__name__)
 
 INTERVAL_SECONDS = 2.0
 BATCH = 100_000  # messages sealed per transaction at most (about 5 s of building on a small machine)
 FANOUT = 4
+# Segments of 4**11 messages (about 4.2 million) and more are not merged again: a merge rewrites every list
+# of its segments in one transaction, which holds the frontier of every sealer while it runs.
+TOP_SIZE_CLASS = 11
 FRONTIER_WAIT_SECONDS = 1.0
-ROLE_MARK = " role:"  # the role's lexeme, ``' role:user'``: no stored lexeme starts with a space
 _MERGE_LOCK = 0x7468726C_0001  # pg_advisory_xact_lock key: one merger at a time, others skip
 
 _LAST_SEQ = sa.text("SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('messages', 'seq')), 0)")
@@ -104,9 +107,11 @@ class Report:
 async def frontier(db: Database, wait: float = FRONTIER_WAIT_SECONDS) -> int | None:
     """The highest ``seq`` up to which every message is committed or never will be; ``None`` if a
     transaction that may hold one stayed open longer than ``wait`` seconds (try again later)."""
+    # Two transactions, so the list of open transactions is surely taken after V is read, whatever the
+    # database's default isolation (under REPEATABLE READ two statements would share one snapshot).
     async with db.transaction(write=False) as conn:
-        # Two statements, two snapshots: the list of open transactions is taken after V is read.
         last = int((await conn.execute(_LAST_SEQ)).scalar_one())
+    async with db.transaction(write=False) as conn:
         open_xids = (await conn.execute(_IN_PROGRESS)).scalar_one() or []
     deadline = time.monotonic() + wait
     delay = 0.002
@@ -170,7 +175,8 @@ def mergeable(segments: list[Segment]) -> list[Segment]:
     nothing. Newest first: the small segments of recent writes accumulate there."""
     for end in range(len(segments), FANOUT - 1, -1):
         run = segments[end - FANOUT : end]
-        if len({segment.size_class for segment in run}) == 1:
+        classes = {segment.size_class for segment in run}
+        if len(classes) == 1 and classes.pop() < TOP_SIZE_CLASS:
             return run
     return []
 

@@ -14,8 +14,7 @@ import sqlalchemy as sa
 
 from threadline.kit.db import Conn
 from threadline.search import sets, tsquery
-from threadline.search.postings import ROLE_MARK
-from threadline.search.sets import Seqs
+from threadline.search.sets import ROLE_MARK, Seqs
 from threadline.search.tsquery import Lexeme, Node
 
 _TAIL = (
@@ -84,14 +83,14 @@ class _Postings:
 
 async def matches(conn: Conn, organization_id: str, compiled: str, role: str | None) -> Seqs | None:
     """Every match of the ``tsquery`` text ``compiled``, oldest first; ``None`` when the postings cannot
-    answer it (``sets.is_exact``) and the caller must ask the GIN index."""
+    bound it (``sets.is_bounded``) and the caller must ask the GIN index."""
     try:
         tree = tsquery.parse(compiled)
     except tsquery.TsqueryError:
         return None
     if tree is None:
         return sets.empty()  # only stop words: PostgreSQL matches nothing either
-    if not sets.is_exact(tree):
+    if not sets.is_bounded(tree):
         return None
     operands = sets.lexemes(tree)
     role_operand = None if role is None else Lexeme(ROLE_MARK + role, prefix=False)
