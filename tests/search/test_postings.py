@@ -243,3 +243,43 @@ async def test_concurrent_sealers_seal_each_message_once(services: Services) -> 
         )
         assert (await conn.execute(overlaps)).scalar() == 0
     assert found is not None and len(found) == 30
+
+
+@pytest.mark.distributed
+async def test_phrases_match_from_positions_as_postgresql_does(services: Services) -> None:
+    """Phrases are matched from the stored positions (no row read), with PostgreSQL's own semantics:
+    words in order, a stop word keeping its place, a repeated word, a phrase of three."""
+    db = services.db
+    tenant = await make_tenant(services, "phrases")
+    texts = [
+        "error in the log",
+        "log error",
+        "the error log error",
+        "deploying servers timeout now",
+        "servers deploying timeout",
+        "timeout timeout timeout",
+        "restart, server! timeout?",
+    ]
+    async with db.transaction() as conn:
+        thread = await create_thread(conn, tenant.org_id, title=None, metadata={})
+        for text in texts:
+            await append_message(conn, tenant.org_id, thread.id, role="user", content=text, metadata={})
+    await postings.seal(db)
+    queries = [
+        '"error log"',
+        '"log error"',
+        '"error in the log"',
+        '"deploying servers timeout"',
+        '"deploy server timeout"',
+        '"timeout timeout"',
+        '"server timeout" -"deploy server"',
+        'error -"error log"',
+    ]
+    for text in queries:
+        async with db.transaction(write=False) as conn:
+            compiled = str((await conn.execute(sa.select(sa.cast(tsquery(parse(text)), sa.Text)))).scalar())
+            found = await sealed.matches(conn, tenant.org_id, compiled, None)
+        expected = await _gin(db, tenant.org_id, compiled, None)
+        assert found is not None, text
+        assert found.tolist() == expected, text
+        assert expected, f"{text!r} should match something here"

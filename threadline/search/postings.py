@@ -62,18 +62,26 @@ _NEW_SEGMENT = sa.text(
     "INSERT INTO search_segments (after_seq, through_seq, messages) VALUES (:after, :through, :messages) "
     "RETURNING id"
 )
-# The role rides along as one more lexeme per message, so a role filter is one more posting list.
+# The role rides along as one more lexeme per message (no positions), so a role filter is one more
+# posting list. Positions are the tsvector's own (sorted, as PostgreSQL's phrase search reads them).
 _BUILD = sa.text(
-    "INSERT INTO search_postings (organization_id, lexeme, segment_id, seqs) "
-    "SELECT m.organization_id, t.lexeme, :segment, string_agg(int8send(m.seq), ''::bytea ORDER BY m.seq) "
+    "INSERT INTO search_postings (organization_id, lexeme, segment_id, seqs, counts, positions) "
+    "SELECT m.organization_id, t.lexeme, :segment, string_agg(int8send(m.seq), ''::bytea ORDER BY m.seq), "
+    "string_agg(int2send(t.count), ''::bytea ORDER BY m.seq), "
+    "string_agg(t.positions, ''::bytea ORDER BY m.seq) "
     "FROM messages AS m CROSS JOIN LATERAL ("
-    "  SELECT u.lexeme FROM unnest(m.search_vector) AS u UNION ALL SELECT :role_mark || m.role"
+    "  SELECT u.lexeme, coalesce(cardinality(u.positions), 0)::int2 AS count,"
+    "    coalesce((SELECT string_agg(int2send(p), ''::bytea) FROM unnest(u.positions) AS p), '') AS positions"
+    "  FROM unnest(m.search_vector) AS u"
+    "  UNION ALL SELECT :role_mark || m.role, 0::int2, ''::bytea"
     ") AS t WHERE m.seq > :after AND m.seq <= :through GROUP BY m.organization_id, t.lexeme"
 )
 # Segments are disjoint ranges: their postings, concatenated in range order, stay sorted.
 _CONCATENATE = sa.text(
-    "INSERT INTO search_postings (organization_id, lexeme, segment_id, seqs) "
-    "SELECT p.organization_id, p.lexeme, :segment, string_agg(p.seqs, ''::bytea ORDER BY s.after_seq) "
+    "INSERT INTO search_postings (organization_id, lexeme, segment_id, seqs, counts, positions) "
+    "SELECT p.organization_id, p.lexeme, :segment, string_agg(p.seqs, ''::bytea ORDER BY s.after_seq), "
+    "string_agg(p.counts, ''::bytea ORDER BY s.after_seq), "
+    "string_agg(p.positions, ''::bytea ORDER BY s.after_seq) "
     "FROM search_postings AS p JOIN search_segments AS s ON s.id = p.segment_id "
     "WHERE p.segment_id = ANY(CAST(:ids AS bigint[])) GROUP BY p.organization_id, p.lexeme"
 )

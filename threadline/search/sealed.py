@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from threadline.kit.db import Conn
 from threadline.search import sets, tsquery
-from threadline.search.sets import ROLE_MARK, Seqs
+from threadline.search.sets import ROLE_MARK, Occurrences, Seqs
 from threadline.search.tsquery import Lexeme, Node
 
 _TAIL = (
@@ -38,9 +38,11 @@ def _after_prefix(prefix: str) -> str | None:
     return None
 
 
-def _postings_statement(operands: list[Lexeme]) -> tuple[sa.TextClause, dict[str, object]]:
+def _postings_statement(
+    operands: list[Lexeme], positional: list[Lexeme]
+) -> tuple[sa.TextClause, dict[str, object]]:
     exact = sorted({o.text for o in operands if not o.prefix})
-    values: dict[str, object] = {"exact": exact}
+    values: dict[str, object] = {"exact": exact, "positional": sorted({o.text for o in positional})}
     ranges = []
     for i, prefix in enumerate(sorted({o.text for o in operands if o.prefix})):
         values[f"from_{i}"] = prefix
@@ -53,21 +55,39 @@ def _postings_statement(operands: list[Lexeme]) -> tuple[sa.TextClause, dict[str
     wanted = " OR ".join(["lexeme = ANY(CAST(:exact AS text[]))", *ranges])
     # Only bind parameter names are formatted in.
     statement = sa.text(
-        "SELECT 0 AS kind, lexeme, seqs FROM search_postings "  # noqa: S608
-        f"WHERE organization_id = :organization_id AND ({wanted}) "
-        "UNION ALL SELECT 1, NULL, string_agg(int8send(seq), ''::bytea ORDER BY seq) "
+        "SELECT 0 AS kind, lexeme, seqs, "  # noqa: S608
+        "CASE WHEN lexeme = ANY(CAST(:positional AS text[])) THEN counts END AS counts, "
+        "CASE WHEN lexeme = ANY(CAST(:positional AS text[])) THEN positions END AS positions "
+        f"FROM search_postings WHERE organization_id = :organization_id AND ({wanted}) "
+        "UNION ALL SELECT 1, NULL, string_agg(int8send(seq), ''::bytea ORDER BY seq), NULL, NULL "
         "FROM search_tombstones WHERE organization_id = :organization_id "
-        "UNION ALL SELECT 2, NULL, int8send(sealed_seq) FROM search_watermark WHERE id = 1"
+        "UNION ALL SELECT 2, NULL, int8send(sealed_seq), NULL, NULL FROM search_watermark WHERE id = 1"
     )
     return statement, values
 
 
 class _Postings:
-    """The fetched postings, by lexeme; each operand's seqs decoded once."""
+    """The fetched postings, by lexeme; each operand's seqs (and positions) decoded once."""
 
-    def __init__(self, by_lexeme: dict[str, list[bytes]]) -> None:
-        self._by_lexeme = by_lexeme
+    def __init__(self) -> None:
+        self._by_lexeme: dict[str, list[bytes]] = {}
+        self._positions: dict[str, list[tuple[bytes, bytes, bytes]]] = {}
         self._decoded: dict[Lexeme, Seqs] = {}
+        self._located: dict[str, Occurrences] = {}
+
+    def add(self, lexeme: str, seqs: bytes, counts: bytes | None, positions: bytes | None) -> None:
+        self._by_lexeme.setdefault(lexeme, []).append(seqs)
+        if counts is not None and positions is not None:
+            self._positions.setdefault(lexeme, []).append((seqs, counts, positions))
+
+    def locate(self, operand: Lexeme) -> Occurrences:
+        if operand.text not in self._located:
+            parts = [
+                sets.occurrences(sets.decode([seqs]), counts, positions)
+                for seqs, counts, positions in self._positions.get(operand.text, [])
+            ]
+            self._located[operand.text] = sets.union(parts)
+        return self._located[operand.text]
 
     def __call__(self, operand: Lexeme) -> Seqs:
         key = Lexeme(operand.text, operand.prefix)
@@ -94,26 +114,31 @@ async def matches(conn: Conn, organization_id: str, compiled: str, role: str | N
         return None
     operands = sets.lexemes(tree)
     role_operand = None if role is None else Lexeme(ROLE_MARK + role, prefix=False)
-    statement, values = _postings_statement(operands if role_operand is None else [*operands, role_operand])
+    fetched = operands if role_operand is None else [*operands, role_operand]
+    statement, values = _postings_statement(fetched, sets.positional_lexemes(tree))
     values["organization_id"] = organization_id
-    by_lexeme: dict[str, list[bytes]] = {}
+    lookup = _Postings()
     tombstones, sealed = sets.empty(), 0
     for row in (await conn.execute(statement, values)).all():
-        kind, lexeme, seqs = row.kind, row.lexeme, row.seqs
+        kind, seqs = row.kind, row.seqs
         if kind == 0:
-            by_lexeme.setdefault(lexeme, []).append(bytes(seqs))
+            lookup.add(
+                row.lexeme,
+                bytes(seqs),
+                row.counts and bytes(row.counts),
+                row.positions and bytes(row.positions),
+            )
         elif kind == 1 and seqs is not None:
             tombstones = sets.decode([bytes(seqs)])
         elif kind == 2:
             sealed = int(sets.decode([bytes(seqs)])[0])
-    lookup = _Postings(by_lexeme)
 
     async def verify(candidates: Seqs, node: Node) -> Seqs:
         query = {"organization_id": organization_id, "candidates": candidates.tolist()}
         rows = await conn.execute(_VERIFY, {**query, "query": tsquery.to_text(node)})
         return sets.of(rows.scalars().all())
 
-    found = await sets.evaluate(tree, lookup, verify)
+    found = await sets.evaluate(tree, lookup, lookup.locate, verify)
     if role_operand is not None:
         found = sets.intersect(found, lookup(role_operand))
     found = sets.subtract(found, tombstones)

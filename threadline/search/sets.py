@@ -6,12 +6,13 @@ matching row (bench/README), and the count is what a search page must return. Ou
 few of those lists with numpy (sorted merges at memory speed) costs a few milliseconds for hundreds of
 thousands of matches, and the count is then the length of the result.
 
-Postings keep no word positions: a phrase is narrowed to the messages holding all its words, then
-PostgreSQL checks those rows (``Verify``), once for both the count and the page (the GIN index's plans
-visit them twice, once to count, once for the newest). Pairs of adjacent words were tried as postings of
-their own, which answer a two-word phrase with no row read: at 1,000,000 bench messages they made the
-postings 1,480 MB instead of 232 and sealing 250 s instead of 57 (README). Only a query whose matches no
-posting bounds (a bare negation: ``the -alpha``, where ``the`` is a stop word) is left to the GIN index."""
+Postings also keep each word's positions in each message (the tsvector's own), so a phrase of words,
+the kind our queries make (``'connect' <-> 'timeout'``, ``'error' <2> 'log'`` across a stop word), is
+matched here, exactly as PostgreSQL matches it, with no row read: reading ~8,000 rows to check a common
+two-word phrase took 40-45 ms even with every page cached. Anything else that needs PostgreSQL's own
+evaluation (a word's weight, a negation inside a phrase) is narrowed by the postings, then PostgreSQL
+checks those rows (``Verify``). Only a query whose matches no posting bounds (a bare negation:
+``the -alpha``, where ``the`` is a stop word) is left to the GIN index."""
 
 from __future__ import annotations
 
@@ -28,7 +29,10 @@ from threadline.search.tsquery import And, Lexeme, Node, Not, Or, Phrase
 ROLE_MARK = " role:"
 
 Seqs = npt.NDArray[np.int64]
+# Where a word occurs: ``seq << 16 | position`` (positions are below 2**14), sorted.
+Occurrences = npt.NDArray[np.int64]
 Lookup = Callable[[Lexeme], Seqs]
+Locate = Callable[[Lexeme], Occurrences]
 Verify = Callable[[Seqs, Node], Awaitable[Seqs]]  # which of these seqs match this (sub)query
 
 
@@ -85,13 +89,64 @@ def subtract(a: Seqs, b: Seqs) -> Seqs:
     return a[~_found(b, a)]
 
 
+def occurrences(seqs: Seqs, counts: bytes, positions: bytes) -> Occurrences:
+    """``counts[i]`` positions (``int2``) of the word belong to ``seqs[i]``."""
+    per_seq = np.frombuffer(counts, dtype=">i2").astype(np.int64)
+    at = np.frombuffer(positions, dtype=">i2").astype(np.int64)
+    found: Occurrences = (np.repeat(seqs, per_seq) << 16) | at
+    return found
+
+
+def _plain(node: Node) -> bool:
+    return isinstance(node, Lexeme) and not node.prefix and not node.weighted
+
+
+def is_positional(node: Node) -> bool:
+    """A phrase of plain words, left to right (how PostgreSQL prints the phrases our queries compile to):
+    matched from the stored positions."""
+    return isinstance(node, Phrase) and _plain(node.right) and (_plain(node.left) or is_positional(node.left))
+
+
+def positional_lexemes(node: Node) -> list[Lexeme]:
+    """The words whose positions the query needs."""
+    if is_positional(node):
+        return lexemes(node)
+    match node:
+        case Not(operand):
+            return positional_lexemes(operand)
+        case And(operands) | Or(operands):
+            return [lexeme for operand in operands for lexeme in positional_lexemes(operand)]
+    return []
+
+
+def _phrase_ends(node: Node, locate: Locate) -> Occurrences:
+    """Where a positional phrase ends: PostgreSQL places a phrase at its last word, and ``l <d> r``
+    matches where ``r`` stands ``d`` positions after the end of ``l``."""
+    if isinstance(node, Lexeme):
+        return locate(node)
+    assert isinstance(node, Phrase)
+    assert isinstance(node.right, Lexeme)
+    left, right = _phrase_ends(node.left, locate), locate(node.right)
+    return right[_found(left, right - node.distance)]
+
+
+def _seqs_of(found: Occurrences) -> Seqs:
+    seqs = found >> 16
+    if not len(seqs):
+        return seqs
+    keep = np.empty(len(seqs), dtype=np.bool_)
+    keep[0] = True
+    np.not_equal(seqs[1:], seqs[:-1], out=keep[1:])
+    return seqs[keep]
+
+
 def is_exact(node: Node) -> bool:
     """Whether ``evaluate`` answers ``node`` from postings alone, without asking PostgreSQL to verify."""
     match node:
         case Lexeme(_, _, weighted):
             return not weighted
         case Phrase():
-            return False  # postings keep no positions
+            return is_positional(node)
         case Or(operands):
             return all(map(is_exact, operands))
         case And(operands):
@@ -152,17 +207,19 @@ def _intersection(parts: Sequence[Seqs | None]) -> Seqs | None:
     return reduce(intersect, known) if known else None
 
 
-async def evaluate(node: Node, lookup: Lookup, verify: Verify) -> Seqs:
-    """The seqs matching ``node``; ``is_bounded(node)`` must hold. What postings cannot decide (a phrase,
-    a word's weight) is narrowed by them, then verified by PostgreSQL."""
+async def evaluate(node: Node, lookup: Lookup, locate: Locate, verify: Verify) -> Seqs:
+    """The seqs matching ``node``; ``is_bounded(node)`` must hold. What postings cannot decide (a word's
+    weight, a phrase of anything but words) is narrowed by them, then verified by PostgreSQL."""
+    if is_positional(node):
+        return _seqs_of(_phrase_ends(node, locate))
     match node:
         case Lexeme(_, _, False):
             return lookup(node)
         case Or(operands):
-            return union([await evaluate(o, lookup, verify) for o in operands])
+            return union([await evaluate(o, lookup, locate, verify) for o in operands])
         case And(operands):
             positive = [o for o in operands if not isinstance(o, Not)]
-            found = [await evaluate(o, lookup, verify) for o in positive if is_bounded(o)]
+            found = [await evaluate(o, lookup, locate, verify) for o in positive if is_bounded(o)]
             result = reduce(intersect, sorted(found, key=len))
             for operand in operands:
                 if not len(result):
@@ -173,7 +230,7 @@ async def evaluate(node: Node, lookup: Lookup, verify: Verify) -> Seqs:
                     continue
                 excluded = operand.operand
                 if is_exact(excluded):
-                    result = subtract(result, await evaluate(excluded, lookup, verify))
+                    result = subtract(result, await evaluate(excluded, lookup, locate, verify))
                     continue
                 narrowed = _superset(excluded, lookup)
                 candidates = result if narrowed is None else intersect(result, narrowed)

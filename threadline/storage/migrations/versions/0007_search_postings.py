@@ -3,7 +3,9 @@
 * ``search_watermark``: one row, ``sealed_seq``: every message up to it is in a segment.
 * ``search_segments``: the messages of ``(after_seq, through_seq]``, sealed together.
 * ``search_postings``: per organization, lexeme and segment, the ``seq`` of every message holding the
-  lexeme, as concatenated big-endian ``int8`` (sorted). The message's role is a lexeme of its own,
+  lexeme, as concatenated big-endian ``int8`` (sorted), and for each of them how many positions the
+  lexeme has in the message (``counts``, ``int2``) and those positions (``positions``, ``int2``, the
+  tsvector's own): what phrases are matched with. The message's role is a lexeme of its own,
   ``' role:user'`` (no stored lexeme starts with a space). ``COLLATE "C"`` makes a prefix a byte range of
   the primary key; ``STORAGE EXTERNAL`` skips compressing what is read whole and is hardly compressible.
 * ``search_tombstones``: every deleted message, subtracted from the postings at query time.
@@ -53,10 +55,13 @@ CREATE TABLE search_postings (
     lexeme text COLLATE "C" NOT NULL,
     segment_id bigint NOT NULL,
     seqs bytea NOT NULL,
+    counts bytea NOT NULL,
+    positions bytea NOT NULL,
     PRIMARY KEY (organization_id, lexeme, segment_id)
 );
 
-ALTER TABLE search_postings ALTER COLUMN seqs SET STORAGE EXTERNAL;
+ALTER TABLE search_postings ALTER COLUMN seqs SET STORAGE EXTERNAL,
+    ALTER COLUMN counts SET STORAGE EXTERNAL, ALTER COLUMN positions SET STORAGE EXTERNAL;
 
 CREATE INDEX ix_search_postings_segment_id ON search_postings (segment_id);
 
