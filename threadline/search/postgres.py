@@ -1,17 +1,17 @@
 """PostgreSQL: a stored ``search_vector`` (``to_tsvector('english', …)``, generated) with a GIN index on
-each searched table (migration 0002), matched with ``@@``.
+each searched table (migration 0002), matched with ``@@``; and, for message search across threads, postings
+of our own (``search/postings.py``, ``search/sealed.py``), which count without visiting every match.
 
-The count is a bitmap scan of the GIN index; the newest matches are whatever the planner finds cheapest
-for ``ORDER BY seq DESC LIMIT``: for a common word, walking the primary key backwards and testing each row
-until enough match (a few thousand rows), for a rare one, the GIN bitmap and a sort of its few rows.
-Ranking and snippets are ``ranking.py``'s: ``ts_rank_cd`` and ``ts_headline`` are not called, as they
-detoast and re-parse every row they see.
+Through the GIN index (thread search, search within a thread, and what postings cannot bound) the count is a
+bitmap scan of the index and a visit of every matching heap page (PostgreSQL 15's bitmap heap scan does not
+skip all-visible pages even for ``count(*)``, and GIN has no index-only scan; bench/README); the newest
+matches are whatever the planner finds cheapest for ``ORDER BY seq DESC LIMIT``. Ranking and snippets are
+``ranking.py``'s: ``ts_rank_cd`` and ``ts_headline`` are not called, as they detoast and re-parse every
+row they see.
 
 A word of three letters or fewer (``query.is_short``) matches as typed, as a prefix of the stored stems, or
 as its own stem exactly, not as a prefix of its stem: ``ins`` was ``'in':*`` (290,000 of 1,000,000 bench
-messages, 580 ms to count) where SQLite matches ``ins*`` (62,000). English stop words still match nothing.
-The count cannot be made cheap by an index alone: PostgreSQL 15.20's bitmap heap scan reads every heap page
-of the bitmap even for ``count(*)`` on an all-visible table, and GIN has no index-only scan (bench/README)."""
+messages, 580 ms to count) where SQLite matches ``ins*`` (62,000). English stop words still match nothing."""
 
 from __future__ import annotations
 
