@@ -2,10 +2,10 @@
 visiting them (``search/sets.py`` says why; migration 0007 holds the tables).
 
 Messages are sealed in ranges of ``seq``: a *segment* holds, for each organization and lexeme of the
-messages of ``(after_seq, through_seq]``, their seqs and the lexeme's positions in each, and ``search_watermark.sealed_seq`` says how far
-segments reach. A search reads the postings of its lexemes, subtracts the tombstones of deleted messages,
-and asks the GIN index only about the messages above the watermark (a few seconds of writes), all scoped
-to the caller's organization.
+messages of ``(after_seq, through_seq]``, their seqs and the lexeme's positions in each, and
+``search_watermark.sealed_seq`` says how far segments reach. A search reads the postings of its lexemes,
+subtracts the tombstones of deleted messages, and asks the GIN index only about the messages above the
+watermark (a few seconds of writes), all scoped to the caller's organization.
 
 The frontier. ``seq`` values are drawn before their transactions commit, and commit out of order: sealing
 up to the newest ``seq`` could miss a message whose transaction is still open, forever. So the sealer
