@@ -17,7 +17,7 @@ from threadline.kit.db import Database
 from threadline.messages.service import append_message
 from threadline.runtime import Services
 from threadline.search import postings, sealed
-from threadline.search.postgres import tsquery
+from threadline.search.postgres import compiled_tsquery
 from threadline.search.postings import Segment, mergeable
 from threadline.search.query import parse
 from threadline.threads.service import create_thread, delete_thread
@@ -67,15 +67,35 @@ async def _gin(db: Database, organization_id: str, compiled: str, role: str | No
         return list((await conn.execute(_GIN, values)).scalars())
 
 
+async def _compiled(db: Database, text: str) -> str:
+    async with db.transaction(write=False) as conn:
+        return await compiled_tsquery(conn, parse(text))
+
+
+async def _thread_with(db: Database, organization_id: str, *texts: str) -> tuple[str, list[int]]:
+    """A new thread holding ``texts`` (users' messages, one transaction): its id and the messages' seqs."""
+    async with db.transaction() as conn:
+        thread = await create_thread(conn, organization_id, title=None, metadata={})
+        ids = [
+            (await append_message(conn, organization_id, thread.id, role="user", content=t, metadata={})).id
+            for t in texts
+        ]
+    return thread.id, [await _seq(db, message_id) for message_id in ids]
+
+
+async def _seq(db: Database, message_id: str) -> int:
+    async with db.transaction(write=False) as conn:
+        query = sa.text("SELECT seq FROM messages WHERE id = :id")
+        return int((await conn.execute(query, {"id": message_id})).scalar_one())
+
+
 async def _check_every_query(db: Database, organization_id: str) -> int:
     """Compare both paths for every query and role filter; how many answers came from postings."""
     answered = 0
     for text in _QUERIES:
+        compiled = await _compiled(db, text)
         for role in (None, "assistant"):
             async with db.transaction(write=False) as conn:
-                compiled = str(
-                    (await conn.execute(sa.select(sa.cast(tsquery(parse(text)), sa.Text)))).scalar()
-                )
                 found = await sealed.matches(conn, organization_id, compiled, role)
             assert (found is None) == (text in _GIN_ONLY), text
             if found is None:
@@ -126,8 +146,7 @@ async def test_sealing_waits_for_open_writers(services: Services, backend: Backe
     below it until it commits, and then it is found in the postings."""
     db = services.db
     tenant = await make_tenant(services, "frontier")
-    async with db.transaction() as conn:
-        thread = await create_thread(conn, tenant.org_id, title=None, metadata={})
+    thread, _ = await _thread_with(db, tenant.org_id)
     await postings.seal(db)
     assert backend.settings.database_url is not None
     writer = await asyncpg.connect(backend.settings.database_url.get_secret_value())
@@ -138,12 +157,9 @@ async def test_sealing_waits_for_open_writers(services: Services, backend: Backe
             "INSERT INTO messages (id, organization_id, thread_id, role, content, metadata, created_at) "
             "VALUES ('msg_slow', $1, $2, 'user', 'wombat early', '{}', now()) RETURNING seq",
             tenant.org_id,
-            thread.id,
+            thread,
         )
-        async with db.transaction() as conn:
-            late = await append_message(
-                conn, tenant.org_id, thread.id, role="user", content="wombat late", metadata={}
-            )
+        _, [late] = await _thread_with(db, tenant.org_id, "wombat late")
         report = await postings.seal(db, wait=0.05)
         assert report.sealed_through < early
         await slow.commit()
@@ -154,36 +170,26 @@ async def test_sealing_waits_for_open_writers(services: Services, backend: Backe
         assert report.sealed_through >= early
         assert await postings.sealed_seq(conn) == report.sealed_through
         found = await sealed.matches(conn, tenant.org_id, "'wombat'", None)
-        late_seq = (
-            await conn.execute(sa.text("SELECT seq FROM messages WHERE id = :id"), {"id": late.id})
-        ).scalar()
-    assert found is not None and found.tolist() == sorted([early, late_seq])
+    assert found is not None and found.tolist() == sorted([early, late])
 
 
 @pytest.mark.distributed
 async def test_a_rolled_back_message_does_not_hold_sealing(services: Services, backend: Backend) -> None:
     db = services.db
     tenant = await make_tenant(services, "rollback")
-    async with db.transaction() as conn:
-        thread = await create_thread(conn, tenant.org_id, title=None, metadata={})
+    thread, _ = await _thread_with(db, tenant.org_id)
 
     async def abandon() -> None:
         async with db.transaction() as conn:
-            await append_message(conn, tenant.org_id, thread.id, role="user", content="numbat", metadata={})
+            await append_message(conn, tenant.org_id, thread, role="user", content="numbat", metadata={})
             raise RuntimeError("abandoned")
 
     with pytest.raises(RuntimeError):
         await abandon()
-    async with db.transaction() as conn:
-        kept = await append_message(
-            conn, tenant.org_id, thread.id, role="user", content="numbat", metadata={}
-        )
+    _, [kept_seq] = await _thread_with(db, tenant.org_id, "numbat")
     report = await postings.seal(db, wait=0.05)
+    assert report.sealed_through >= kept_seq
     async with db.transaction(write=False) as conn:
-        kept_seq = (
-            await conn.execute(sa.text("SELECT seq FROM messages WHERE id = :id"), {"id": kept.id})
-        ).scalar()
-        assert report.sealed_through >= kept_seq
         found = await sealed.matches(conn, tenant.org_id, "'numbat'", None)
     assert found is not None and found.tolist() == [kept_seq]
 
@@ -192,14 +198,12 @@ async def test_a_rolled_back_message_does_not_hold_sealing(services: Services, b
 async def test_messages_are_immutable_and_an_organization_takes_its_postings(services: Services) -> None:
     db = services.db
     tenant = await make_tenant(services, "immutable")
-    async with db.transaction() as conn:
-        thread = await create_thread(conn, tenant.org_id, title=None, metadata={})
-        await append_message(conn, tenant.org_id, thread.id, role="user", content="quokka", metadata={})
+    thread, _ = await _thread_with(db, tenant.org_id, "quokka")
     await postings.seal(db)
     with pytest.raises(sa.exc.DBAPIError, match="immutable"):
         async with db.transaction() as conn:
             await conn.execute(
-                sa.text("UPDATE messages SET content = 'other' WHERE thread_id = :t"), {"t": thread.id}
+                sa.text("UPDATE messages SET content = 'other' WHERE thread_id = :t"), {"t": thread}
             )
     count = sa.text("SELECT count(*) FROM search_postings WHERE organization_id = :o")
     async with db.transaction() as conn:
@@ -227,12 +231,7 @@ def test_merges_take_the_newest_run_of_one_size_class() -> None:
 async def test_concurrent_sealers_seal_each_message_once(services: Services) -> None:
     db = services.db
     tenant = await make_tenant(services, "concurrent")
-    async with db.transaction() as conn:
-        thread = await create_thread(conn, tenant.org_id, title=None, metadata={})
-        for i in range(30):
-            await append_message(
-                conn, tenant.org_id, thread.id, role="user", content=f"echidna {i}", metadata={}
-            )
+    await _thread_with(db, tenant.org_id, *(f"echidna {i}" for i in range(30)))
     reports = await asyncio.gather(*(postings.seal(db, batch=4) for _ in range(3)))
     assert sum(report.merges for report in reports) > 0
     async with db.transaction(write=False) as conn:
@@ -260,10 +259,7 @@ async def test_phrases_match_from_positions_as_postgresql_does(services: Service
         "timeout timeout timeout",
         "restart, server! timeout?",
     ]
-    async with db.transaction() as conn:
-        thread = await create_thread(conn, tenant.org_id, title=None, metadata={})
-        for text in texts:
-            await append_message(conn, tenant.org_id, thread.id, role="user", content=text, metadata={})
+    await _thread_with(db, tenant.org_id, *texts)
     await postings.seal(db)
     queries = [
         '"error log"',
@@ -276,8 +272,8 @@ async def test_phrases_match_from_positions_as_postgresql_does(services: Service
         'error -"error log"',
     ]
     for text in queries:
+        compiled = await _compiled(db, text)
         async with db.transaction(write=False) as conn:
-            compiled = str((await conn.execute(sa.select(sa.cast(tsquery(parse(text)), sa.Text)))).scalar())
             found = await sealed.matches(conn, tenant.org_id, compiled, None)
         expected = await _gin(db, tenant.org_id, compiled, None)
         assert found is not None, text

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from threadline.runtime import Services
 from threadline.search import tsquery
-from threadline.search.postgres import tsquery as compile_query
+from threadline.search.postgres import compiled_tsquery
 from threadline.search.query import parse as parse_query
 from threadline.search.tsquery import And, Lexeme, Not, Or, Phrase
 
@@ -68,7 +68,7 @@ async def test_round_trip_through_postgresql(services: Services, text: str) -> N
     except Exception:  # nothing left to search for: not a query
         return
     async with services.db.transaction(write=False) as conn:
-        printed = str((await conn.execute(sa.select(sa.cast(compile_query(query), sa.Text)))).scalar_one())
+        printed = await compiled_tsquery(conn, query)
         tree = tsquery.parse(printed)
         if tree is None:
             assert printed.strip() == ""

@@ -52,7 +52,7 @@ def tsquery(query: Query) -> sa.ColumnElement[Any]:
     return expression
 
 
-async def _compiled(conn: Conn, query: Query) -> str:
+async def compiled_tsquery(conn: Conn, query: Query) -> str:
     """The query as PostgreSQL prints it, stemmed and stop words dropped: what the postings are read for."""
     return str((await conn.execute(sa.select(sa.cast(tsquery(query), sa.Text)))).scalar_one())
 
@@ -113,7 +113,8 @@ class PostgresSearch:
             filters.append(messages.c.role == where.role)
         seqs = None
         if where.thread_id is None:  # a thread's messages are few: the GIN index finds them at once
-            seqs = await sealed.matches(conn, organization_id, await _compiled(conn, query), where.role)
+            compiled = await compiled_tsquery(conn, query)
+            seqs = await sealed.matches(conn, organization_id, compiled, where.role)
         found: Matches = _Matches(conn, messages, "content", filters, query)
         if seqs is not None:
             found = _Sealed(conn, filters, seqs)

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 
 from threadline.kit.db import Conn, Database
+from threadline.kit.waiting import every
 from threadline.search.sets import ROLE_MARK
 
 log = logging.getLogger(__name__)
@@ -217,20 +217,11 @@ async def merge(db: Database) -> int:
 
 async def run_periodically(db: Database, interval: float = INTERVAL_SECONDS) -> None:
     """Until cancelled; started by ``serve``. SQLite needs none: FTS5 counts from its own index."""
-    if db.dialect_name != "postgresql":
-        return
-    while True:
-        try:
-            report = await seal(db)
-            if report.messages >= BATCH:
-                log.info(
-                    "search postings: sealed %d messages through seq %d",
-                    report.messages,
-                    report.sealed_through,
-                )
-        except Exception:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise asyncio.CancelledError from None
-            log.warning("sealing search postings failed; will retry", exc_info=True)
-        await asyncio.sleep(interval * random.uniform(0.9, 1.1))  # noqa: S311 - not security
+    if db.dialect_name == "postgresql":
+        await every(interval, lambda: _seal_and_tell(db), "sealing search postings")
+
+
+async def _seal_and_tell(db: Database) -> None:
+    report = await seal(db)
+    if report.messages >= BATCH:
+        log.info("search postings: sealed %d messages through seq %d", report.messages, report.sealed_through)

@@ -122,16 +122,11 @@ async def matches(conn: Conn, organization_id: str, compiled: str, role: str | N
     for row in (await conn.execute(statement, values)).all():
         kind, seqs = row.kind, row.seqs
         if kind == 0:
-            lookup.add(
-                row.lexeme,
-                bytes(seqs),
-                row.counts and bytes(row.counts),
-                row.positions and bytes(row.positions),
-            )
+            lookup.add(row.lexeme, seqs, row.counts, row.positions)  # bytes, as asyncpg reads bytea
         elif kind == 1 and seqs is not None:
-            tombstones = sets.decode([bytes(seqs)])
+            tombstones = sets.decode([seqs])
         elif kind == 2:
-            sealed = int(sets.decode([bytes(seqs)])[0])
+            sealed = int(sets.decode([seqs])[0])
 
     async def verify(candidates: Seqs, node: Node) -> Seqs:
         query = {"organization_id": organization_id, "candidates": candidates.tolist()}

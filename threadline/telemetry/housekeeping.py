@@ -10,9 +10,7 @@ partition. Every step is idempotent, so processes that run it at the same time o
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import random
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -20,6 +18,7 @@ import sqlalchemy as sa
 
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
+from threadline.kit.waiting import every
 from threadline.organizations.tables import organizations
 from threadline.settings.service import DEFAULT_LOG_RETENTION_DAYS
 from threadline.telemetry import repository
@@ -66,18 +65,8 @@ async def run_once(db: Database, now: datetime | None = None) -> Report:
 
 
 async def run_periodically(db: Database, interval: float = INTERVAL_SECONDS) -> None:
-    """Until cancelled. Processes started together spread out (jitter) instead of running in step."""
-    while True:
-        try:
-            await run_once(db)
-        except Exception:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                # Cancelled (shutdown) while a driver turned the cancellation into an error of its own:
-                # stop, never sleep an hour in a task the server is waiting for.
-                raise asyncio.CancelledError from None
-            log.warning("telemetry housekeeping failed; will retry", exc_info=True)
-        await asyncio.sleep(interval * random.uniform(0.9, 1.1))  # noqa: S311 - not security
+    """Until cancelled; started by ``serve``."""
+    await every(interval, lambda: run_once(db), "telemetry housekeeping")
 
 
 async def _retention_days(conn: Conn) -> dict[str, int]:
