@@ -4,6 +4,7 @@ stored values), on both shapes. The group commit is exercised with the threads t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -60,16 +61,16 @@ async def test_concurrent_items_share_a_transaction_and_are_all_committed_in_ord
 async def test_one_refused_item_does_not_fail_the_others(services: Services, tenant: Tenant) -> None:
     recording = Recording()
     committer: GroupCommit[Thread, None] = GroupCommit(services.db, recording, name="test")
+    await check_refused_item_retried_alone(services, tenant, committer, recording.groups)
+
+
+async def check_refused_item_retried_alone(
+    services: Services, tenant: Tenant, committer: GroupCommit[Thread, None], groups: list[list[str]]
+) -> None:
+    """A group of three with a duplicate id in the middle fails, then each item is retried alone: the
+    duplicate is refused, the other two are committed."""
     existing = await create(committer, tenant, "first")
-    duplicate = Thread(
-        id=existing.id,
-        organization_id=tenant.org_id,
-        title="same id",
-        metadata={},
-        message_count=0,
-        created_at=existing.created_at,
-        updated_at=existing.updated_at,
-    )
+    duplicate = dataclasses.replace(existing, title="same id")
     results = await asyncio.gather(
         create(committer, tenant, "a"),
         committer.submit(duplicate),
@@ -79,8 +80,7 @@ async def test_one_refused_item_does_not_fail_the_others(services: Services, ten
     assert isinstance(results[1], sa.exc.IntegrityError)
     good = [result for result in (results[0], results[2]) if isinstance(result, Thread)]
     assert len(good) == 2
-    # The group of three failed, then each was retried alone.
-    assert recording.groups[-4:] == [
+    assert groups[-4:] == [
         [good[0].id, existing.id, good[1].id],
         [good[0].id],
         [existing.id],
@@ -173,3 +173,51 @@ async def test_none_is_bound_as_sql_null(services: Services) -> None:
         ).one()
     assert row.is_null in (True, 1)
     assert row.coalesced == "fallback"
+
+
+class HandedOff:
+    """A ``write_async`` that commits through something else (as the log writer's store process does):
+    here a transaction of the database's own, on a thread, while the committer holds the turn to write."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.groups: list[list[str]] = []
+
+    async def __call__(self, new: Sequence[Thread]) -> None:
+        self.groups.append([thread.id for thread in new])
+        await self.services.db.run_sync(lambda connection: insert_threads(connection, new))
+
+
+async def test_a_handed_off_group_is_committed_together_and_its_refused_item_retried_alone(
+    services: Services, tenant: Tenant
+) -> None:
+    handed_off = HandedOff(services)
+    committer: GroupCommit[Thread, None] = GroupCommit(services.db, write_async=handed_off, name="test")
+    await check_refused_item_retried_alone(services, tenant, committer, handed_off.groups)
+
+
+async def test_a_handed_off_failure_that_is_not_the_datas_fails_its_group_and_the_committer_goes_on(
+    services: Services, tenant: Tenant
+) -> None:
+    handed_off = HandedOff(services)
+    calls = 0
+
+    async def broken_once(new: Sequence[Thread]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise OSError("the store went away")
+        await handed_off(new)
+
+    committer: GroupCommit[Thread, None] = GroupCommit(services.db, write_async=broken_once, name="test")
+    with pytest.raises(OSError, match="went away"):
+        await create(committer, tenant, "lost")
+    later = await create(committer, tenant, "kept")
+    assert await committed_ids(services, tenant.org_id) == [later.id]
+
+
+async def test_a_committer_takes_exactly_one_way_to_write(services: Services) -> None:
+    with pytest.raises(TypeError, match="exactly one"):
+        GroupCommit(services.db, name="neither")
+    with pytest.raises(TypeError, match="exactly one"):
+        GroupCommit(services.db, Recording(), write_async=HandedOff(services), name="both")

@@ -21,9 +21,9 @@ from threadline.kit.db import Conn
 from threadline.kit.ids import floor_id
 from threadline.kit.pagination import CursorParams, encode_cursor
 from threadline.search.query import Phrase, Query
+from threadline.telemetry.log_store import ID_PREFIX
 from threadline.telemetry.schemas import Kind, Level, LogRecordOut, levels_at_or_above
 from threadline.telemetry.tables import log_records
-from threadline.telemetry.writer import ID_PREFIX
 
 SCAN_WINDOW = 10_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -8,38 +8,43 @@ request. What is the intake's own: the records' ids come from ``log_sequence`` i
 they follow commit order across processes), every commit announces the organizations it wrote for, which
 wakes the live tails (``telemetry.tail``), and the records a ``RecordWatch`` picked out (log-triggered
 automations) are persisted with them and handed back to it with their ids.
+
+On SQLite a group is appended by a process of its own (``telemetry.log_store``), on another core than the
+server's event loop; a group with records a watch picked out is appended here instead, in the same
+transaction as what the watch persists. Either way it happens in the server's turn to write.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import itertools
 import logging
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 import sqlalchemy as sa
 from pydantic_core import to_json
-from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
-from sqlalchemy.engine.interfaces import DBAPICursor
 
 from threadline.kit.clock import isoformat
 from threadline.kit.db import Database, GroupCommit
-from threadline.kit.ids import id_time_ms, ids_after
 from threadline.kit.signals import SignalBus
+from threadline.telemetry import log_store
 from threadline.telemetry.decoding import Row
+from threadline.telemetry.log_store import ID_SLOT, AppendError, StoreProcess, sqlite_time
 from threadline.telemetry.tables import log_records, log_sequence
 
 log = logging.getLogger(__name__)
 
 LOGS_APPENDED = "logs.appended"
-ID_PREFIX = "log"
 _MAX_GROUP_ROWS = 20_000
+# Smaller groups for the store process, so the loop decodes the next group while the store appends this
+# one: with 20,000 every request in flight went into one group and the two took turns (16 connections of
+# batches of 1,000: groups of 15,000-16,000 rows, the store waiting 100-150 ms between them); in three
+# alternating runs 2,000 / 4,000 / 20,000 rows did 80 / 97 / 74 batches a second.
+_MAX_STORE_GROUP_ROWS = 4_000
 
 
 class RecordWatch(Protocol):
@@ -78,14 +83,22 @@ class LogWriter:
         self._watch = watch
         self._announcing: set[asyncio.Task[None]] = set()
         self._sqlite = db.dialect_name == "sqlite"
-        self._commits: GroupCommit[_Batch, _Hits] = GroupCommit(
-            db,
-            self._write,
-            name="logs",
-            committed=self._committed,
-            weigh=lambda batch: len(batch.rows),
-            max_weight=_MAX_GROUP_ROWS,
-        )
+        group: dict[str, Any] = {
+            "committed": self._committed,
+            "weigh": lambda batch: len(batch.rows),
+            "max_weight": _MAX_GROUP_ROWS,
+        }
+        # Appended in this process, in the group's transaction: PostgreSQL's groups, and on SQLite the
+        # requests with records a watch picked out (persisted in the same transaction as the records).
+        self._commits: GroupCommit[_Batch, _Hits] = GroupCommit(db, self._write, name="logs", **group)
+        # Every other SQLite request: appended by the store process.
+        path = db.sqlite_path
+        self._store: StoreProcess | None = None
+        self._handed_off: GroupCommit[_Batch, _Hits] | None = None
+        if path is not None and path.name not in ("", ":memory:"):
+            self._store = StoreProcess(path)
+            group["max_weight"] = _MAX_STORE_GROUP_ROWS
+            self._handed_off = GroupCommit(db, write_async=self._hand_off, name="logs-store", **group)
 
     async def write(self, rows: list[Row]) -> None:
         """Returns once ``rows`` are committed (they get their ids and ``received_at`` then)."""
@@ -97,7 +110,8 @@ class LogWriter:
         watched = []
         if self._watch is not None:
             watched = [(tag, rows[index], prepared[index]) for tag, index in self._watch.match(rows)]
-        await self._commits.submit(_Batch(prepared, organizations, watched))
+        committer = self._commits if watched or self._handed_off is None else self._handed_off
+        await committer.submit(_Batch(prepared, organizations, watched))
 
     def _write(self, connection: Connection, group: Sequence[_Batch]) -> _Hits:
         append(connection, [row for batch in group for row in batch.rows])
@@ -105,6 +119,14 @@ class LogWriter:
         if hits and self._watch is not None:
             self._watch.persist(connection, hits)
         return hits
+
+    async def _hand_off(self, group: Sequence[_Batch]) -> _Hits:
+        assert self._store is not None
+        try:
+            await self._store.commit([row for batch in group for row in batch.rows])
+        except AppendError as exc:
+            raise _as_sqlalchemy(exc) from exc
+        return []
 
     def _committed(self, group: Sequence[_Batch], hits: _Hits) -> None:
         if hits and self._watch is not None:
@@ -126,6 +148,9 @@ class LogWriter:
     async def aclose(self) -> None:
         """Finish what was accepted: every waiting request gets its answer before the process ends."""
         await self._commits.aclose()
+        if self._handed_off is not None and self._store is not None:
+            await self._handed_off.aclose()
+            await self._store.close()
 
 
 def append(connection: Connection, rows: list[Any]) -> None:
@@ -133,10 +158,16 @@ def append(connection: Connection, rows: list[Any]) -> None:
     inside the caller's write transaction (``Database.write_session``). ``rows``: on SQLite, parameter lists
     from ``_sqlite_parameters``; on PostgreSQL, row dicts."""
     if connection.dialect.name == "sqlite":
-        _sqlite_append(connection.connection.cursor(), rows)  # the driver's own cursor
+        cursor = connection.connection.cursor()  # the driver's own cursor
+        try:
+            log_store.append(cursor, rows)  # type: ignore[arg-type]
+        except AppendError as exc:
+            raise _as_sqlalchemy(exc) from exc
+        finally:
+            cursor.close()
         return
     query = sa.select(log_sequence.c.last_id).where(log_sequence.c.id == 1).with_for_update()
-    ids, received_at = _next_ids(connection.execute(query).scalar_one_or_none(), len(rows))
+    ids, received_at = log_store.next_ids(connection.execute(query).scalar_one_or_none(), len(rows))
     for row, row_id in zip(rows, ids, strict=True):
         row["id"] = row_id
         row["received_at"] = received_at
@@ -144,81 +175,17 @@ def append(connection: Connection, rows: list[Any]) -> None:
     connection.execute(log_sequence.update().where(log_sequence.c.id == 1).values(last_id=ids[-1]))
 
 
-def _next_ids(last_id: str | None, count: int) -> tuple[list[str], datetime]:
-    """``count`` ids after ``last_id``, and the moment they were made (every row's ``received_at``)."""
-    ids = ids_after(ID_PREFIX, last_id, count)
-    return ids, datetime.fromtimestamp(id_time_ms(ID_PREFIX, ids[0]) / 1000, UTC)
+def _as_sqlalchemy(exc: AppendError) -> sa.exc.StatementError:
+    """As SQLAlchemy raises a driver's error (IntegrityError, DataError, OperationalError, ...), so the
+    group commit and the intake treat a failed append the same whichever process ran it."""
+    return sa.exc.DBAPIError.instance(exc.statement, None, exc.error, sqlite3.Error)
 
 
-# On SQLite the sequence is read and written through the driver too, with no FOR UPDATE (the transaction's
-# write lock is held already): through SQLAlchemy Core each of these one-row statements measured ~0.2 ms
-# of CPU alone and 0.5-0.8 ms in the server (a group of ~60 single-record requests spent 1.4 of its 2.4 ms
-# in the writer on them), against ~20 us through the driver.
-_SQLITE_LAST_ID = "SELECT last_id FROM log_sequence WHERE id = 1"
-_SQLITE_SET_LAST_ID = "UPDATE log_sequence SET last_id = ? WHERE id = 1"
-
-
-def _sqlite_append(cursor: DBAPICursor, rows: list[list[Any]]) -> None:
-    statement = _SQLITE_LAST_ID  # the one an error names
-    try:
-        found = cursor.execute(statement).fetchone()
-        ids, received_at = _next_ids(found[0] if found else None, len(rows))
-        received_text = _sqlite_time(received_at)
-        for parameters, row_id in zip(rows, ids, strict=True):
-            parameters[_ID_SLOT] = row_id
-            parameters[_RECEIVED_SLOT] = received_text
-        for start in range(0, len(rows), _ROWS_PER_INSERT):
-            chunk = rows[start : start + _ROWS_PER_INSERT]
-            statement = _sqlite_insert(len(chunk))
-            cursor.execute(statement, list(itertools.chain.from_iterable(chunk)))
-        statement = _SQLITE_SET_LAST_ID
-        cursor.execute(statement, (ids[-1],))
-    except sqlite3.Error as exc:  # as SQLAlchemy would have raised it (IntegrityError, ...)
-        raise sa.exc.DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
-    finally:
-        cursor.close()
-
-
-# SQLite's bulk path hands parameter lists to the driver: SQLAlchemy's per-row parameter processing (type
-# decorators, JSON) measured 15 us a row, twice the cost of the insert itself. The values are written
-# as the declared types read them (UtcDateTime: naive UTC "YYYY-MM-DD HH:MM:SS.ffffff"; JSON: JSON text),
-# so every read through the table sees the same thing either way.
-# Rows go a hundred to a statement (INSERT ... VALUES (...), (...), ...): measured 30 % faster than
-# executemany, and the statement binds its parameters in one call instead of one per row. A thousand
-# per statement costs less CPU alone (7.5-8.3 against 10.5-11.9 ms per 1,000 rows) but did not do better
-# in the server (bench/intake.py batches: 48,800 and 48,100 records/s against 53,900 with a hundred): the
-# GIL is held for the whole bind of 14,000 parameters, and the loop's decoding waits meanwhile.
-_COLUMNS = [column.name for column in log_records.c]
-_ROWS_PER_INSERT = 100  # x 14 parameters, well under SQLite's 32,766
-
-
-@functools.cache
-def _sqlite_insert(rows: int) -> str:
-    single = str(log_records.insert().compile(dialect=sqlite.dialect()))
-    head, _, values = single.partition(" VALUES ")
-    return f"{head} VALUES {', '.join([values] * rows)}"
-
-
-_ID_SLOT = _COLUMNS.index("id")
-_RECEIVED_SLOT = _COLUMNS.index("received_at")
-
-
-def _sqlite_time(moment: datetime) -> str:
-    """``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC; a UTC moment is cut from its ISO form without converting
-    it (half the cost: 2.2 instead of 4.2 us, paid per request for single records)."""
-    if moment.tzinfo is not UTC:
-        moment = moment.astimezone(UTC)
-    return moment.isoformat(" ", "microseconds")[:26]
-
-
-# The parameter list below is written out column by column (a list display measured twice as fast as
-# picking the values with itemgetter and inserting the id slots); this keeps it in step with the table.
-_PARAMETER_ORDER = [
-    "organization_id", "id", "received_at", "project_id", "kind", "level", "message", "timestamp",
-    "attributes", "trace_id", "span_id", "name", "properties", "distinct_id",
-]  # fmt: skip
-if _COLUMNS != _PARAMETER_ORDER:  # pragma: no cover - a schema change must update _sqlite_parameters
-    raise RuntimeError(f"log_records columns changed: {_COLUMNS}; update writer._sqlite_parameters")
+# The parameter lists are written out column by column in ``_sqlite_parameters`` and inserted by a
+# statement of ``log_store``'s (which imports no SQLAlchemy); this keeps both in step with the table.
+_COLUMNS = tuple(column.name for column in log_records.c)
+if _COLUMNS != log_store.COLUMNS:  # pragma: no cover - a schema change must update both
+    raise RuntimeError(f"log_records columns changed: {_COLUMNS}; update log_store.COLUMNS")
 
 
 def _sqlite_parameters(rows: list[Row]) -> list[list[Any]]:
@@ -229,7 +196,7 @@ def _sqlite_parameters(rows: list[Row]) -> list[list[Any]]:
         moment = row["timestamp"]
         text = formatted.get(moment)
         if text is None:
-            text = formatted[moment] = _sqlite_time(moment)
+            text = formatted[moment] = sqlite_time(moment)
         attributes, properties = row["attributes"], row["properties"]
         prepared.append(
             [
@@ -256,7 +223,7 @@ def _sqlite_parameters(rows: list[Row]) -> list[list[Any]]:
 def _record(row: Row, prepared: Any) -> dict[str, Any]:
     """A committed log record, with the fields of ``GET /logs`` a reader of it needs (the id is where
     ``append`` put it)."""
-    committed_id = prepared[_ID_SLOT] if isinstance(prepared, list) else prepared["id"]
+    committed_id = prepared[ID_SLOT] if isinstance(prepared, list) else prepared["id"]
     return {
         "id": committed_id,
         "projectId": row["project_id"],
