@@ -127,7 +127,8 @@ class IngestEndpoints:
             ) from exc
         except BACKEND_ERRORS as exc:
             raise ServiceUnavailable(
-                "Storage is unreachable; nothing was stored. Retry shortly.", reason="DEPENDENCY_DOWN"
+                "Storage is unreachable; these records were not acknowledged. Retry shortly.",
+                reason="DEPENDENCY_DOWN",
             ) from exc
         if decoded.format == "otlp-protobuf":
             return 200, _PROTOBUF, _OTLP_PROTOBUF_OK
