@@ -149,3 +149,17 @@ async def test_the_intake_appends_through_the_store(
     assert response.status_code == 202, response.text
     assert set(store_children()) - before, "no store process was started for the intake's append"
     assert [message for _, message in await stored(services, tenant.org_id)] == ["via the store"]
+
+
+async def test_the_intake_answers_503_while_the_store_cannot_run_and_recovers(
+    intake: httpx.AsyncClient, services: Services, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A real process that ends without answering: what a store that crashes at start looks like.
+    monkeypatch.setattr(log_store.sys, "executable", "/bin/false")
+    refused = await intake.post("/v1/logs", json=[{"message": "not acknowledged"}], headers=tenant.public)
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["reason"] == "DEPENDENCY_DOWN"
+    monkeypatch.undo()
+    response = await intake.post("/v1/logs", json=[{"message": "acknowledged"}], headers=tenant.public)
+    assert response.status_code == 202, response.text
+    assert [message for _, message in await stored(services, tenant.org_id)] == ["acknowledged"]
