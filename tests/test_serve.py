@@ -12,6 +12,7 @@ import threading
 import time
 
 import httpx
+import pytest
 import sqlalchemy as sa
 
 from tests.conftest import Backend
@@ -79,6 +80,29 @@ def test_a_taken_port_is_a_clear_error(empty_env: dict[str, str]) -> None:
         )
     assert result.returncode == 1
     assert "could not start" in result.stderr
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_the_client_address_is_the_peers_unless_forwarded_for_is_trusted(
+    backend: Backend, settings: Settings, trusted: bool
+) -> None:
+    """Refused requests are throttled per client address. X-Forwarded-For names that address only when
+    the operator says a proxy of theirs sets it; otherwise a client sending its own is still the peer
+    it connects from (here 127.0.0.1, where a local proxy would be) and cannot pick a fresh bucket."""
+    env = {
+        **backend.env(settings),
+        "THREADLINE_DEFAULT_RATE_LIMIT_PER_MINUTE": "3",
+        "THREADLINE_TRUST_FORWARDED_FOR": "true" if trusted else "false",
+    }
+    with running_server(env) as server, httpx.Client(timeout=10) as http:
+        statuses = [
+            http.get(
+                f"{server.api_url}/v1/me",
+                headers={"Authorization": "Bearer sk_not_a_key", "X-Forwarded-For": f"198.51.100.{n}"},
+            ).status_code
+            for n in range(4)
+        ]
+    assert statuses == ([401] * 4 if trusted else [401, 401, 401, 429])
 
 
 async def test_serve_intake_runs_the_intake_alone(

@@ -47,6 +47,11 @@ class _Server(uvicorn.Server):
 
 
 def _config(app: object, listener: Listener, settings: Settings) -> uvicorn.Config:
+    """``proxy_headers=False``: which client address a request has is ``THREADLINE_TRUST_FORWARDED_FOR``'s
+    to decide (``keys.middleware``). uvicorn's default would take ``X-Forwarded-For`` from any peer on
+    127.0.0.1 whatever that setting says, so a local proxy that passes the header through would let every
+    client choose its own per-address rate-limit bucket; it also cost every request a pass over the
+    headers."""
     return uvicorn.Config(
         app,  # type: ignore[arg-type]
         host=listener.host,
@@ -56,6 +61,7 @@ def _config(app: object, listener: Listener, settings: Settings) -> uvicorn.Conf
         log_config=None,
         timeout_graceful_shutdown=30,
         server_header=False,
+        proxy_headers=False,
     )
 
 
