@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -100,6 +103,43 @@ async def test_a_caller_that_goes_away_still_has_its_item_committed(
         await waiting
     await committer.aclose()
     assert len(await committed_ids(services, tenant.org_id)) == 1
+
+
+async def test_a_failure_whose_caller_went_away_is_not_reported_as_lost(
+    services: Services, tenant: Tenant
+) -> None:
+    """A caller that goes away cancels its own future, which its group's failure then skips: asyncio has
+    no exception to report as never retrieved, and the caller still waiting hears the failure."""
+    reported: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    started, release = threading.Event(), threading.Event()
+
+    def broken(connection: Connection, new: Sequence[Thread]) -> None:
+        started.set()
+        release.wait(10)
+        raise RuntimeError("disk on fire")
+
+    committer: GroupCommit[Thread, None] = GroupCommit(services.db, broken, name="test")
+    try:
+        gone = asyncio.ensure_future(create(committer, tenant, "gone"))
+        staying = asyncio.ensure_future(create(committer, tenant, "staying"))
+        await asyncio.sleep(0)  # both queued, in one group
+        assert await asyncio.to_thread(started.wait, 10)
+        gone.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await gone
+        with pytest.raises(RuntimeError, match="disk on fire"):
+            await staying
+        await committer.aclose()
+        del gone, staying
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(previous)
+    assert [context["message"] for context in reported] == []
 
 
 async def test_a_failure_that_is_not_the_datas_fails_its_group_and_the_committer_goes_on(

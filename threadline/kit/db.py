@@ -391,8 +391,10 @@ class GroupCommit(Generic[T, R]):
     async def submit(self, item: T) -> None:
         """Returns once ``item`` is committed; raises what its transaction raised if it was not. A caller
         that goes away cancels only its own wait: the item was queued and is committed anyway."""
+        # No done-callback to mark failures as seen: a caller that goes away cancels this future (its
+        # ``await`` does), and ``_fail`` skips futures already done; one cancelled after its failure was
+        # set retrieves it on waking. One callback fewer to schedule per request on the intake's path.
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        future.add_done_callback(_retrieve)
         with self._lock:
             self._pending.append((item, future))
         if self._flusher is None:
@@ -505,12 +507,6 @@ class GroupCommit(Generic[T, R]):
 def _data_refused(exc: Exception) -> bool:
     """The data's fault, not the database's: retried item by item so one request's rows fail alone."""
     return isinstance(exc, sa.exc.IntegrityError | sa.exc.DataError)
-
-
-def _retrieve(future: asyncio.Future[None]) -> None:
-    """Mark a failure as seen even when its caller has gone away (asyncio would log it as lost)."""
-    if not future.cancelled():
-        future.exception()
 
 
 def _fail(group: Sequence[tuple[Any, asyncio.Future[None]]], exc: BaseException) -> None:
