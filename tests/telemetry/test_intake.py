@@ -452,15 +452,23 @@ async def test_timestamps_as_iso_or_unix_time(
 async def test_default_timestamp_is_time_of_receipt(
     intake: httpx.AsyncClient, client: httpx.AsyncClient, tenant: Tenant
 ) -> None:
-    """Without a timestamp a record is timed when the intake received it (which is before its commit)."""
+    """Without a timestamp a record is timed when the intake received it: its receivedAt, the moment
+    its request's group was committed (log record, event, or OTLP record without either time)."""
     before = datetime.now(UTC) - timedelta(milliseconds=1)
-    response = await intake.post("/v1/logs", json={"message": "now"}, headers=tenant.public)
+    sent = [
+        await intake.post("/v1/logs", json={"message": "now"}, headers=tenant.public),
+        await intake.post("/v1/events", json={"name": "now"}, headers=tenant.public),
+        await intake.post(
+            "/v1/logs", json=otlp_json({"body": {"stringValue": "now"}}), headers=tenant.public
+        ),
+    ]
     after = datetime.now(UTC) + timedelta(milliseconds=1)
-    assert response.status_code == 202
-    [record] = await listed(client, tenant)
-    timestamp = parse_time(record["timestamp"])
-    assert before <= timestamp <= after
-    assert timestamp <= parse_time(record["receivedAt"]) + timedelta(milliseconds=1)
+    assert [response.status_code for response in sent] == [202, 202, 200]
+    records = await listed(client, tenant)
+    assert len(records) == 3
+    for record in records:
+        assert record["timestamp"] == record["receivedAt"]
+        assert before <= parse_time(record["timestamp"]) <= after
 
 
 @pytest.mark.parametrize("sent", ["2024-13-01T00:00:00Z", "yesterday", True, "0001-01-01T00:00:00+14:00"])

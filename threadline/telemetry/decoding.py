@@ -68,11 +68,12 @@ class Decoded(NamedTuple):
 
 
 class Source(NamedTuple):
-    """Who sent the body and when it arrived: the parts of every row the body does not say."""
+    """Who sent the body: the parts of every row the body does not say. A record without a time of its
+    own gets its ``timestamp`` at commit (``log_store.append``): the moment it was received, its
+    ``receivedAt``."""
 
     organization_id: str
     project_id: str
-    received: datetime
 
 
 def media_type(content_type: bytes | None) -> bytes:
@@ -232,7 +233,7 @@ def _log_row(record: LogRecordIn, source: Source) -> Row:
         "kind": "log",
         "level": level,
         "message": record["message"],
-        "timestamp": source.received if timestamp is None else _utc(timestamp),
+        "timestamp": None if timestamp is None else _utc(timestamp),
         "attributes": record.get("attributes", {}),
         "trace_id": None if trace_id is None else trace_id.lower(),
         "span_id": None if span_id is None else span_id.lower(),
@@ -250,7 +251,7 @@ def _event_row(record: EventIn, source: Source) -> Row:
         "kind": "event",
         "level": "info",
         "message": record["name"],
-        "timestamp": source.received if timestamp is None else _utc(timestamp),
+        "timestamp": None if timestamp is None else _utc(timestamp),
         "attributes": {},
         "trace_id": None,
         "span_id": None,
@@ -376,7 +377,7 @@ def _otlp_rows(request: ExportLogsServiceRequest, source: Source) -> list[Row]:
                     "kind": "log",
                     "level": _otlp_level(record.severity_number, record.severity_text),
                     "message": message,
-                    "timestamp": _from_unix_nanos(nanos) if nanos else source.received,
+                    "timestamp": _from_unix_nanos(nanos) if nanos else None,
                     "attributes": {**inherited, **attributes},
                     "trace_id": record.trace_id.hex() or None,
                     "span_id": record.span_id.hex() or None,

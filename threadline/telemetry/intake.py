@@ -23,7 +23,6 @@ from threadline import health
 from threadline.assembly import assemble, mount_routes, never_routed
 from threadline.config import Settings
 from threadline.keys.auth import PRINCIPAL_SCOPE_KEY
-from threadline.kit.clock import utcnow
 from threadline.kit.context import header_of
 from threadline.kit.errors import (
     UNKNOWN_OPERATION,
@@ -114,7 +113,7 @@ class IngestEndpoints:
             await _read_body(receive),
             content_type,
             content_encoding,
-            Source(principal.organization_id, project_id, utcnow()),
+            Source(principal.organization_id, project_id),
         )
         try:
             await self.runtime.services.logs.write(decoded.rows)

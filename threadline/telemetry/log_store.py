@@ -52,6 +52,7 @@ COLUMNS = (
 )  # fmt: skip
 ID_SLOT = COLUMNS.index("id")
 RECEIVED_SLOT = COLUMNS.index("received_at")
+TIMESTAMP_SLOT = COLUMNS.index("timestamp")
 
 # Rows go a hundred to a statement (INSERT ... VALUES (...), (...), ...): measured 30 % faster than
 # executemany, and the statement binds its parameters in one call instead of one per row.
@@ -97,7 +98,8 @@ def next_ids(last_id: str | None, count: int) -> tuple[list[str], datetime]:
 
 def append(cursor: sqlite3.Cursor, rows: Sequence[list[Any]]) -> None:
     """Give ``rows`` (parameter lists in ``COLUMNS`` order) ids after the last committed one and insert
-    them, inside the caller's write transaction. The ids are written into the lists' id slots."""
+    them, inside the caller's write transaction. The ids are written into the lists' id slots, and the
+    moment they were received into their ``received_at`` slots and the ``timestamp`` slots left empty."""
     statement = _LAST_ID  # the one an error names
     try:
         found = cursor.execute(statement).fetchone()
@@ -106,6 +108,8 @@ def append(cursor: sqlite3.Cursor, rows: Sequence[list[Any]]) -> None:
         for parameters, row_id in zip(rows, ids, strict=True):
             parameters[ID_SLOT] = row_id
             parameters[RECEIVED_SLOT] = received
+            if parameters[TIMESTAMP_SLOT] is None:  # no time of its own: when it was received
+                parameters[TIMESTAMP_SLOT] = received
         for start in range(0, len(rows), ROWS_PER_INSERT):
             chunk = rows[start : start + ROWS_PER_INSERT]
             statement = insert_statement(len(chunk))

@@ -84,7 +84,7 @@ SelectionTime = Annotated[datetime, AfterValidator(_selection_time)]
 ClientTime = Annotated[
     datetime,
     AfterValidator(_in_utc),
-    Field(strict=False, description="ISO 8601, or Unix seconds/milliseconds; default: time of receipt."),
+    Field(strict=False, description="ISO 8601, or Unix seconds/milliseconds; default: its `receivedAt`."),
 ]
 Attributes = Annotated[dict[str, Any], Field(description="Any JSON object.")]
 TraceId = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{32}$", description="32 hex digits (W3C trace id).")]
@@ -139,7 +139,7 @@ class LogRecordOut(ResponseModel):
     kind: Kind
     message: str = Field(description="The log line; for an event, its name.")
     level: Level
-    timestamp: Timestamp = Field(description="The record's own time, as sent (default: time of receipt).")
+    timestamp: Timestamp = Field(description="The record's own time, as sent (default: its `receivedAt`).")
     attributes: dict[str, Any]
     trace_id: str | None
     span_id: str | None

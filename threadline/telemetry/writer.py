@@ -29,11 +29,11 @@ from pydantic_core import to_json
 from sqlalchemy.engine import Connection
 
 from threadline.kit.clock import isoformat
-from threadline.kit.db import Database, GroupCommit
+from threadline.kit.db import Database, GroupCommit, stored_isoformat
 from threadline.kit.signals import SignalBus
 from threadline.telemetry import log_store
 from threadline.telemetry.decoding import Row
-from threadline.telemetry.log_store import ID_SLOT, AppendError, StoreProcess, sqlite_time
+from threadline.telemetry.log_store import ID_SLOT, TIMESTAMP_SLOT, AppendError, StoreProcess, sqlite_time
 from threadline.telemetry.tables import log_records, log_sequence
 
 log = logging.getLogger(__name__)
@@ -171,6 +171,8 @@ def append(connection: Connection, rows: list[Any]) -> None:
     for row, row_id in zip(rows, ids, strict=True):
         row["id"] = row_id
         row["received_at"] = received_at
+        if row["timestamp"] is None:  # no time of its own: when it was received
+            row["timestamp"] = received_at
     connection.execute(log_records.insert(), rows)
     connection.execute(log_sequence.update().where(log_sequence.c.id == 1).values(last_id=ids[-1]))
 
@@ -189,13 +191,14 @@ if _COLUMNS != log_store.COLUMNS:  # pragma: no cover - a schema change must upd
 
 
 def _sqlite_parameters(rows: list[Row]) -> list[list[Any]]:
-    """Each row as the driver's parameter list; the id and ``received_at`` slots are filled at commit."""
-    formatted: dict[datetime, str] = {}  # most records of a request share their time
+    """Each row as the driver's parameter list; the id and ``received_at`` slots are filled at commit, and
+    the ``timestamp`` slot of a record sent without a time (``append`` gives it its ``received_at``)."""
+    formatted: dict[datetime, str] = {}  # records sent with a time often share it
     prepared = []
     for row in rows:
         moment = row["timestamp"]
-        text = formatted.get(moment)
-        if text is None:
+        text = None if moment is None else formatted.get(moment)
+        if text is None and moment is not None:
             text = formatted[moment] = sqlite_time(moment)
         attributes, properties = row["attributes"], row["properties"]
         prepared.append(
@@ -221,15 +224,18 @@ def _sqlite_parameters(rows: list[Row]) -> list[list[Any]]:
 
 
 def _record(row: Row, prepared: Any) -> dict[str, Any]:
-    """A committed log record, with the fields of ``GET /logs`` a reader of it needs (the id is where
-    ``append`` put it)."""
-    committed_id = prepared[ID_SLOT] if isinstance(prepared, list) else prepared["id"]
+    """A committed log record, with the fields of ``GET /logs`` a reader of it needs (the id, and the
+    timestamp of a record sent without one, are where ``append`` put them)."""
+    if isinstance(prepared, list):  # SQLite's parameters
+        committed_id, timestamp = prepared[ID_SLOT], stored_isoformat(prepared[TIMESTAMP_SLOT])
+    else:
+        committed_id, timestamp = prepared["id"], isoformat(prepared["timestamp"])
     return {
         "id": committed_id,
         "projectId": row["project_id"],
         "level": row["level"],
         "message": row["message"],
-        "timestamp": isoformat(row["timestamp"]),
+        "timestamp": timestamp,
         "attributes": row["attributes"],
         "traceId": row["trace_id"],
         "spanId": row["span_id"],
