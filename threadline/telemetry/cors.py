@@ -34,10 +34,9 @@ def allowed_origin(principal: Principal, origin: bytes) -> bytes | None:
     return origin if origin.decode("latin-1").lower() in {o.lower() for o in origins} else None
 
 
-def check_origin(scope: Scope, principal: Principal) -> None:
+def check_origin(origin: bytes, principal: Principal) -> None:
     """A browser page from an origin the organization did not allow is refused before its body is read."""
-    origin = header_of(scope, b"origin")
-    if origin is not None and allowed_origin(principal, origin) is None:
+    if allowed_origin(principal, origin) is None:
         raise Forbidden(
             f"Origin {origin.decode('latin-1')} is not in this organization's allowedOrigins.",
             reason="ORIGIN_NOT_ALLOWED",

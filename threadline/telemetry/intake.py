@@ -98,25 +98,29 @@ class IngestEndpoints:
                 f"{scope['method']} is not allowed on {scope['path']}.", headers={"Allow": "POST, OPTIONS"}
             )
         principal = scope[PRINCIPAL_SCOPE_KEY]
-        check_origin(scope, principal)
         project_id = principal.key.project_id
         if project_id is None:  # pragma: no cover - public keys always belong to a project
             raise Forbidden("This key belongs to no project.")
-        content_type = content_encoding = None
+        content_type = content_encoding = origin = None
         for name, value in scope["headers"]:
             if name == b"content-type":
                 content_type = value
             elif name == b"content-encoding":
                 content_encoding = value
+            elif name == b"origin" and origin is None:  # the first, as the CORS middleware reads it
+                origin = value
+        if origin is not None:
+            check_origin(origin, principal)
+        organization_id = principal.organization_id
         decoded = decode(
             kind,
             await _read_body(receive),
             content_type,
             content_encoding,
-            Source(principal.organization_id, project_id),
+            Source(organization_id, project_id),
         )
         try:
-            await self.runtime.services.logs.write(decoded.rows)
+            await self.runtime.services.logs.write(organization_id, decoded.rows)
         except sa.exc.IntegrityError as exc:
             # Only the foreign keys can fail: the key's project (and so the key) was deleted a moment ago.
             raise Unauthorized("The key's project no longer exists.", reason="INVALID_KEY") from exc

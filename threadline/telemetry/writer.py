@@ -69,7 +69,7 @@ class _Batch:
     """One request's records, already in the form the insert takes (see ``append``)."""
 
     rows: list[Any]
-    organizations: frozenset[str]
+    organization_id: str
     # What the watch picked: (tag, the row as decoded, the same row as prepared for the insert).
     watched: list[tuple[Any, Row, Any]]
 
@@ -100,18 +100,18 @@ class LogWriter:
             group["max_weight"] = _MAX_STORE_GROUP_ROWS
             self._handed_off = GroupCommit(db, write_async=self._hand_off, name="logs-store", **group)
 
-    async def write(self, rows: list[Row]) -> None:
-        """Returns once ``rows`` are committed (they get their ids and ``received_at`` then)."""
+    async def write(self, organization_id: str, rows: list[Row]) -> None:
+        """Returns once ``rows`` (one request's, all of ``organization_id``) are committed; they get their
+        ids and ``received_at`` then."""
         if not rows:
             return
-        organizations = frozenset(row["organization_id"] for row in rows)
         # Prepared here, outside the write lock: only ids, the insert and the commit are serialized.
         prepared: list[Any] = _sqlite_parameters(rows) if self._sqlite else rows
         watched = []
         if self._watch is not None:
             watched = [(tag, rows[index], prepared[index]) for tag, index in self._watch.match(rows)]
         committer = self._commits if watched or self._handed_off is None else self._handed_off
-        await committer.submit(_Batch(prepared, organizations, watched))
+        await committer.submit(_Batch(prepared, organization_id, watched))
 
     def _write(self, connection: Connection, group: Sequence[_Batch]) -> _Hits:
         append(connection, [row for batch in group for row in batch.rows])
@@ -134,11 +134,11 @@ class LogWriter:
                 self._watch.committed(hits)
             except Exception:  # the records are committed either way
                 log.exception("a record watch failed")
-        announce = asyncio.create_task(self._announce(frozenset().union(*(b.organizations for b in group))))
+        announce = asyncio.create_task(self._announce({batch.organization_id for batch in group}))
         self._announcing.add(announce)
         announce.add_done_callback(self._announcing.discard)
 
-    async def _announce(self, organizations: frozenset[str]) -> None:
+    async def _announce(self, organizations: set[str]) -> None:
         for organization_id in organizations:
             try:
                 await self._signals.publish(LOGS_APPENDED, organization_id)
