@@ -197,8 +197,12 @@ _SOCKET_ERRORS = re.compile(
 )
 
 
-# The same server stack `threadline serve` runs on, so a baseline differs from us only in the app.
-UVICORN_OPTIONS = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"]
+# The same server stack `threadline serve` runs on, so a baseline differs from us only in the app; that
+# includes uvicorn's proxy-headers middleware, off in `threadline serve` since 2026-11-25.
+UVICORN_OPTIONS = [
+    "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
+    "--no-proxy-headers",
+]  # fmt: skip
 
 
 def baseline_argv(module: str, port: int) -> list[str]:
