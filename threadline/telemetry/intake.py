@@ -10,6 +10,7 @@ request, errors as a protobuf ``google.rpc.Status`` (with the same status codes 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import sqlalchemy as sa
@@ -83,7 +84,23 @@ class IngestEndpoints:
             await self.app(scope, receive, send)
             return
         try:
-            status, media_type, content = await self._ingest(scope, receive, kind)
+            # The commit is awaited here rather than inside ``_ingest``: the request sleeps until its
+            # group is committed, and every coroutine frame it sleeps in is paid again when it wakes.
+            committed, (status, media_type, content) = await self._ingest(scope, receive, kind)
+            try:
+                await committed
+            except sa.exc.IntegrityError as exc:
+                # Only the foreign keys can fail: the key's project (and the key) was deleted a moment ago.
+                raise Unauthorized("The key's project no longer exists.", reason="INVALID_KEY") from exc
+            except sa.exc.DataError as exc:
+                raise BadRequest(
+                    "A value in these records cannot be stored.", reason="VALIDATION_FAILED"
+                ) from exc
+            except BACKEND_ERRORS as exc:
+                raise ServiceUnavailable(
+                    "Storage is unreachable; these records were not acknowledged. Retry shortly.",
+                    reason="DEPENDENCY_DOWN",
+                ) from exc
         except ApiError as error:
             operation_id = _OPERATIONS[kind] if scope["method"] == "POST" else UNKNOWN_OPERATION
             await render_intake_error(scope, error, operation_id)(scope, receive, send)
@@ -92,7 +109,11 @@ class IngestEndpoints:
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
 
-    async def _ingest(self, scope: Scope, receive: Receive, kind: Kind) -> tuple[int, bytes, bytes]:
+    async def _ingest(
+        self, scope: Scope, receive: Receive, kind: Kind
+    ) -> tuple[asyncio.Future[None], tuple[int, bytes, bytes]]:
+        """The records decoded and handed to the log writer: the future of their commit, and the answer
+        to send once it is done."""
         if scope["method"] != "POST":
             raise MethodNotAllowed(
                 f"{scope['method']} is not allowed on {scope['path']}.", headers={"Allow": "POST, OPTIONS"}
@@ -119,25 +140,12 @@ class IngestEndpoints:
             content_encoding,
             Source(organization_id, project_id),
         )
-        try:
-            await self.runtime.services.logs.write(organization_id, decoded.rows)
-        except sa.exc.IntegrityError as exc:
-            # Only the foreign keys can fail: the key's project (and so the key) was deleted a moment ago.
-            raise Unauthorized("The key's project no longer exists.", reason="INVALID_KEY") from exc
-        except sa.exc.DataError as exc:
-            raise BadRequest(
-                "A value in these records cannot be stored.", reason="VALIDATION_FAILED"
-            ) from exc
-        except BACKEND_ERRORS as exc:
-            raise ServiceUnavailable(
-                "Storage is unreachable; these records were not acknowledged. Retry shortly.",
-                reason="DEPENDENCY_DOWN",
-            ) from exc
+        committed = self.runtime.services.logs.submit(organization_id, decoded.rows)
         if decoded.format == "otlp-protobuf":
-            return 200, _PROTOBUF, _OTLP_PROTOBUF_OK
+            return committed, (200, _PROTOBUF, _OTLP_PROTOBUF_OK)
         if decoded.format == "otlp-json":
-            return 200, _JSON, b"{}"
-        return 202, _JSON, b'{"accepted":%d}' % len(decoded.rows)
+            return committed, (200, _JSON, b"{}")
+        return committed, (202, _JSON, b'{"accepted":%d}' % len(decoded.rows))
 
 
 async def _read_body(receive: Receive) -> bytes:

@@ -100,18 +100,20 @@ class LogWriter:
             group["max_weight"] = _MAX_STORE_GROUP_ROWS
             self._handed_off = GroupCommit(db, write_async=self._hand_off, name="logs-store", **group)
 
-    async def write(self, organization_id: str, rows: list[Row]) -> None:
-        """Returns once ``rows`` (one request's, all of ``organization_id``) are committed; they get their
-        ids and ``received_at`` then."""
+    def submit(self, organization_id: str, rows: list[Row]) -> asyncio.Future[None]:
+        """A future done once ``rows`` (one request's, all of ``organization_id``) are committed, when
+        they get their ids and ``received_at``; awaited by the caller at once (``GroupCommit.enqueue``)."""
         if not rows:
-            return
+            nothing: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            nothing.set_result(None)
+            return nothing
         # Prepared here, outside the write lock: only ids, the insert and the commit are serialized.
         prepared: list[Any] = _sqlite_parameters(rows) if self._sqlite else rows
         watched = []
         if self._watch is not None:
             watched = [(tag, rows[index], prepared[index]) for tag, index in self._watch.match(rows)]
         committer = self._commits if watched or self._handed_off is None else self._handed_off
-        await committer.submit(_Batch(prepared, organization_id, watched))
+        return committer.enqueue(_Batch(prepared, organization_id, watched))
 
     def _write(self, connection: Connection, group: Sequence[_Batch]) -> _Hits:
         append(connection, [row for batch in group for row in batch.rows])
