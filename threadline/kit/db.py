@@ -387,6 +387,7 @@ class GroupCommit(Generic[T, R]):
         self._pending: deque[tuple[T, asyncio.Future[None]]] = deque()  # appended on the loop
         self._lock = threading.Lock()  # ... taken by the committing thread
         self._flusher: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the flusher's, while there is one
 
     async def submit(self, item: T) -> None:
         """Returns once ``item`` is committed; raises what its transaction raised if it was not. A caller
@@ -397,14 +398,21 @@ class GroupCommit(Generic[T, R]):
         """``submit`` for a caller that awaits the future itself, which it must do at once: the intake
         waits there, a few coroutine frames shallower (each frame is paid again when the commit wakes
         the request)."""
+        # While a flusher runs, the running loop is its loop: no ``asyncio.get_running_loop()``, which on
+        # Python 3.11 makes a getpid() system call each time (one per request under load, measured with
+        # strace on the intake; Python 3.12 dropped the check).
+        loop = self._loop
+        if loop is None or self._flusher is None:
+            loop = asyncio.get_running_loop()
         # No done-callback to mark failures as seen: a caller that goes away cancels this future (its
         # ``await`` does), and ``_fail`` skips futures already done; one cancelled after its failure was
         # set retrieves it on waking. One callback fewer to schedule per request on the intake's path.
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[None] = loop.create_future()
         with self._lock:
             self._pending.append((item, future))
         if self._flusher is None:
-            self._flusher = asyncio.create_task(self._flush(), name=f"threadline-group-commit-{self._name}")
+            self._loop = loop
+            self._flusher = loop.create_task(self._flush(), name=f"threadline-group-commit-{self._name}")
         return future
 
     async def _flush(self) -> None:
