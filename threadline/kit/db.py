@@ -400,7 +400,7 @@ class GroupCommit(Generic[T, R]):
         the request)."""
         # While a flusher runs, the running loop is its loop: no ``asyncio.get_running_loop()``, which on
         # Python 3.11 makes a getpid() system call each time (one per request under load, measured with
-        # strace on the intake; Python 3.12 dropped the check).
+        # strace on the intake; python/cpython#100363 dropped the check in 3.12).
         loop = self._loop
         if loop is None or self._flusher is None:
             loop = asyncio.get_running_loop()
