@@ -69,8 +69,8 @@ class Decoded(NamedTuple):
 
 class Source(NamedTuple):
     """Who sent the body: the parts of every row the body does not say. A record without a time of its
-    own gets its ``timestamp`` at commit (``log_store.append``): the moment it was received, its
-    ``receivedAt``."""
+    own gets its ``timestamp`` at commit (the writer's ``append`` on either backend): the moment it was
+    received, its ``receivedAt``."""
 
     organization_id: str
     project_id: str

@@ -199,9 +199,11 @@ def _sqlite_parameters(rows: list[Row]) -> list[list[Any]]:
     prepared = []
     for row in rows:
         moment = row["timestamp"]
-        text = None if moment is None else formatted.get(moment)
-        if text is None and moment is not None:
-            text = formatted[moment] = sqlite_time(moment)
+        text = None
+        if moment is not None:
+            text = formatted.get(moment)
+            if text is None:
+                text = formatted[moment] = sqlite_time(moment)
         attributes, properties = row["attributes"], row["properties"]
         prepared.append(
             [
