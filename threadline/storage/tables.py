@@ -18,7 +18,7 @@ from threadline.users.tables import users
 SEARCH_TABLE_PREFIXES = ("threads_fts", "messages_fts", "search_")
 SEARCH_COLUMNS = ("search_vector",)
 # PostgreSQL's partitions of log_records (log_records_p20261121, log_records_default): created and dropped
-# by the migrations and by telemetry.partitions, never declared one by one.
+# by the migrations and by telemetry/housekeeping.py, never declared one by one.
 PARTITION_PREFIX = "log_records_"
 
 

@@ -66,7 +66,8 @@ def upgrade() -> None:
     )
     op.execute("INSERT INTO log_sequence (id, last_id) VALUES (1, NULL)")
     if op.get_bind().dialect.name == "postgresql":
-        # Rows outside every daily partition (none, while telemetry.partitions keeps days ahead) land here.
+        # Rows outside every daily partition (none, while telemetry/housekeeping.py keeps days ahead)
+        # land here.
         op.execute("CREATE TABLE log_records_default PARTITION OF log_records DEFAULT")
 
 
