@@ -13,4 +13,5 @@ python3 -m venv .venv
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+.venv/bin/lint-imports --no-cache --no-logo
 exec .venv/bin/python -m pytest "$@"
