@@ -33,6 +33,10 @@ class Chores:
             asyncio.create_task(postings.run_periodically(self._db), name="threadline-postings"),
         }
 
+    def running(self) -> set[str]:
+        """The chores still running (sealing ends at once on SQLite, which needs none)."""
+        return {task.get_name() for task in self._tasks if not task.done()}
+
     async def aclose(self) -> None:
         tasks, self._tasks = self._tasks, set()
         if not tasks:
