@@ -13,6 +13,8 @@ from threadline.kit.openapi import errors
 
 
 class ProbedServices(Protocol):
+    """What the readiness probe asks of the process's services."""
+
     async def check_ready(self) -> None: ...
 
 
