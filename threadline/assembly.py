@@ -53,9 +53,9 @@ def assemble(
     chores: bool = False,
 ) -> FastAPI:
     """``services`` given: they belong to the caller (``serve`` shares one set between both surfaces).
-    Not given: the app's lifespan opens and closes its own, running the background chores if ``chores``
-    (``threadline.chores``). ``outer``: middleware classes and their
-    arguments (besides ``runtime``), run after the request id is set and before authentication.
+    Not given: the app's lifespan opens and closes its own, with the background chores if ``chores``
+    (``threadline.chores``). ``outer``: middleware classes and their arguments (besides ``runtime``), run
+    after the request id is set and before authentication.
     ``served_before_routing``: an ASGI class (built with the app to fall back to and ``runtime``) that
     answers the given routes itself, after authentication, outside FastAPI (see ``_App``)."""
     runtime: Runtime[Services] = Runtime()

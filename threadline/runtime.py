@@ -1,7 +1,7 @@
 """The long-lived parts of a process, opened once at start-up and closed once at shutdown.
 
 Backends are chosen here, from configuration, and nowhere else: a Redis URL switches the rate limiter and
-the signal bus to their Redis implementations; the database URL picks the SQL dialect.
+the signal bus to their Redis implementations; the database URL picks the SQL dialect and the search backend.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import logging
 import signal
 from dataclasses import dataclass
 
@@ -18,8 +17,6 @@ from threadline.app import create_app
 from threadline.config import Settings
 from threadline.intake_app import create_intake_app
 from threadline.runtime import RunRole, open_services
-
-log = logging.getLogger(__name__)
 
 _GC_YOUNG_THRESHOLD = 20_000
 
