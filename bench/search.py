@@ -54,9 +54,10 @@ from threadline.kit.db import Database
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import PageParams
 from threadline.messages.tables import messages as messages_table
+from threadline.runtime import search_backend
 from threadline.search import postgres as postgres_search
 from threadline.search import postings, service
-from threadline.search.backend import Hits, MessageFilter, backend_for, page_of
+from threadline.search.backend import Hits, MessageFilter, page_of
 from threadline.search.postgres import PostgresSearch
 
 TARGET_P99_MS = 50.0
@@ -753,7 +754,7 @@ async def measure_in_process(
     ranking work before the first row). Returns, per sample, its slowest statement and parameters, for
     EXPLAIN."""
     db = Database(normalize_database_url(url))
-    backend = backend_for(dialect)
+    backend = search_backend(dialect)
     statements: list[tuple[str, Any, float]] = []
 
     def before(conn: Connection, _cursor: Any, _sql: str, _params: Any, _context: Any, _many: bool) -> None:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: a private virtualenv with the locked dependencies, then lint,
-# types and tests. Extra arguments go to pytest (`bash scripts/test.sh -k keys -x`).
+# types, the import layers (lint-imports; contracts in pyproject.toml) and tests. Extra arguments go to
+# pytest (`bash scripts/test.sh -k keys -x`).
 #
 # Tests of the distributed shape need PostgreSQL and Redis on 127.0.0.1 (override with
 # THREADLINE_TEST_POSTGRES_URL / THREADLINE_TEST_REDIS_URL). Without them those tests are skipped, unless
@@ -13,4 +14,5 @@ python3 -m venv .venv
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+.venv/bin/lint-imports --no-cache --no-logo
 exec .venv/bin/python -m pytest "$@"

@@ -128,7 +128,7 @@ async def settings(backend: Backend) -> Settings:
 
 @pytest.fixture
 async def app(settings: Settings) -> AsyncIterator[FastAPI]:
-    application = create_app(settings)
+    application = create_app(settings, chores=False)
     async with application.router.lifespan_context(application):
         yield application
 

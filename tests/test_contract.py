@@ -13,7 +13,7 @@ import httpx
 from tests.support import Tenant
 from threadline.app import create_app
 from threadline.contract import build_contract, render
-from threadline.telemetry.intake import create_intake_app
+from threadline.intake_app import create_intake_app
 
 COMMITTED = Path(__file__).resolve().parent.parent / "openapi.json"
 OPERATION_ID = re.compile(r"^[a-z]+\.[a-z]+$")

@@ -11,6 +11,7 @@ from threadline.automations.endpoints import router as automations_router
 from threadline.billing.endpoints import router as billing_router
 from threadline.config import Settings
 from threadline.contract import build_contract, render
+from threadline.intake_app import create_intake_app
 from threadline.keys.endpoints import router as keys_router
 from threadline.me.endpoints import router as me_router
 from threadline.messages.endpoints import router as messages_router
@@ -20,15 +21,23 @@ from threadline.runtime import Services
 from threadline.search.endpoints import router as search_router
 from threadline.settings.endpoints import router as settings_router
 from threadline.telemetry.endpoints import router as logs_router
-from threadline.telemetry.intake import create_intake_app
 from threadline.threads.endpoints import LIST_ROUTE, ThreadListEndpoint
 from threadline.threads.endpoints import router as threads_router
 
 
-def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, services: Services | None = None, *, chores: bool = True
+) -> FastAPI:
+    """``chores``: whether the app's own services (``services`` not given) run the background chores, as
+    any process serving the API does; tests turn them off to run each chore when they choose."""
     settings = settings or Settings()
     app = assemble(
-        "Threadline API", "api", settings, services, served_before_routing=(ThreadListEndpoint, LIST_ROUTE)
+        "Threadline API",
+        "api",
+        settings,
+        services,
+        served_before_routing=(ThreadListEndpoint, LIST_ROUTE),
+        chores=chores,
     )
     mount_routes(
         app,

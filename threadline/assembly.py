@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, NoReturn
+from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI
 from fastapi.telemetry import TelemetryConfig
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -25,7 +25,8 @@ from threadline.kit.context import RequestContextMiddleware
 from threadline.kit.errors import ErrorRenderer, render_envelope
 from threadline.kit.handlers import install_error_handlers
 from threadline.kit.routing import OperationIndex
-from threadline.runtime import Runtime, Services, open_services
+from threadline.kit.services import Runtime
+from threadline.runtime import Services, open_services
 
 # FastAPI's own OpenTelemetry instrumentation stays off: it would export request data (exception messages,
 # traces) wherever OTEL_* variables point, and the check for it alone cost ~5 us per request (it reads the
@@ -49,13 +50,15 @@ def assemble(
     render_error: ErrorRenderer = render_envelope,
     outer: Sequence[tuple[type[Any], dict[str, Any]]] = (),
     served_before_routing: tuple[type[Any], FastRoutes] | None = None,
+    chores: bool = False,
 ) -> FastAPI:
     """``services`` given: they belong to the caller (``serve`` shares one set between both surfaces).
-    Not given: the app's lifespan opens and closes its own. ``outer``: middleware classes and their
-    arguments (besides ``runtime``), run after the request id is set and before authentication.
+    Not given: the app's lifespan opens and closes its own, with the background chores if ``chores``
+    (``threadline.chores``). ``outer``: middleware classes and their arguments (besides ``runtime``), run
+    after the request id is set and before authentication.
     ``served_before_routing``: an ASGI class (built with the app to fall back to and ``runtime``) that
     answers the given routes itself, after authentication, outside FastAPI (see ``_App``)."""
-    runtime = Runtime()
+    runtime: Runtime[Services] = Runtime()
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -63,7 +66,7 @@ def assemble(
             runtime.services = services
             yield
             return
-        async with open_services(settings) as own:
+        async with open_services(settings, chores=chores) as own:
             runtime.services = own
             try:
                 yield
@@ -117,8 +120,8 @@ class _App(FastAPI):
 
     Requests to ``fast_routes`` go through the same middleware (request id, CORS, access) to endpoints
     that answer every such request themselves, but not through FastAPI's routing or its error, telemetry
-    and body-limit wrappers. Measured in process, that took an intake single record from 124 to 76 µs of
-    CPU; on ``GET /v1/threads`` under wrk, 614/541/531 → 529/490/479 µs per request."""
+    and body-limit wrappers, which cost more CPU per request than an intake record or a thread page
+    itself (bench/README.md has the figures)."""
 
     fast_routes: FastRoutes = {}
     fast_chain: ASGIApp | None = None
@@ -135,17 +138,11 @@ class _App(FastAPI):
         await super().__call__(scope, receive, send)
 
 
-def never_routed(request: Request) -> NoReturn:  # pragma: no cover - never reached
-    """The body of an operation declared to FastAPI (for the contract and error bodies' operation ids)
-    but answered before routing (``served_before_routing``): reaching it means the fast routes are wrong."""
-    raise AssertionError(f"{request.method} {request.url.path} is served before routing")
-
-
 def mount_routes(app: FastAPI, *routers: APIRouter) -> None:
     """Adds each router's routes to the app itself, flat.
 
-    ``include_router`` keeps a wrapper per included router that is walked on every request; measured on
-    ``GET /v1/me`` it cost as much as authentication and rate limiting together. Routers therefore carry
+    ``include_router`` keeps a wrapper per included router that is walked on every request, which on
+    ``GET /v1/me`` cost as much as authentication and rate limiting together. Routers therefore carry
     their full path prefix (``/v1/keys``) and their routes join the app's route table directly."""
     for router in routers:
         app.router.routes.extend(router.routes)

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal, Protocol
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel
 
-from threadline.kit.deps import ServicesDep
+from threadline.kit.deps import get_services
 from threadline.kit.errors import ServiceUnavailable
 from threadline.kit.openapi import errors
+
+
+class ProbedServices(Protocol):
+    """What the readiness probe asks of the process's services."""
+
+    async def check_ready(self) -> None: ...
+
+
+ServicesDep = Annotated[ProbedServices, Depends(get_services)]
 
 router = APIRouter(tags=["health"])
 

@@ -1,7 +1,7 @@
 """The long-lived parts of a process, opened once at start-up and closed once at shutdown.
 
 Backends are chosen here, from configuration, and nowhere else: a Redis URL switches the rate limiter and
-the signal bus to their Redis implementations; the database URL picks the SQL dialect.
+the signal bus to their Redis implementations; the database URL picks the SQL dialect and the search backend.
 """
 
 from __future__ import annotations
@@ -9,15 +9,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import sqlalchemy as sa
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.exceptions import RedisError
 
 from threadline.automations.scheduler import Scheduler
 from threadline.automations.triggers import LogTriggers
 from threadline.billing.prices import Prices
+from threadline.chores import Chores
 from threadline.config import Settings
 from threadline.keys.auth import KeyAuthenticator
 from threadline.kit.clock import Clock
@@ -26,19 +25,24 @@ from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLi
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
 from threadline.runs.executor import RunExecutor
 from threadline.runs.feeds import RunFeeds
-from threadline.search.backend import SearchBackend, backend_for
+from threadline.search.backend import SearchBackend
+from threadline.search.postgres import PostgresSearch
+from threadline.search.sqlite import SqliteSearch
 from threadline.telemetry.tail import LogTails
 from threadline.telemetry.writer import LogWriter
 from threadline.threads.service import ThreadInserts, thread_inserts
 
-# Failures of a backend (as opposed to bugs): answered 503 where a request depends on them.
-BACKEND_ERRORS: tuple[type[BaseException], ...] = (
-    RedisError,
-    OSError,
-    TimeoutError,
-    sa.exc.OperationalError,
-    sa.exc.InterfaceError,
-)
+if TYPE_CHECKING:
+    from threadline.automations.endpoints import AutomationServices
+    from threadline.health import ProbedServices
+    from threadline.keys.endpoints import KeyServices
+    from threadline.keys.middleware import AccessServices
+    from threadline.runs.endpoints import RunServices
+    from threadline.search.endpoints import SearchServices
+    from threadline.settings.endpoints import SettingsServices
+    from threadline.telemetry.endpoints import LogReadServices
+    from threadline.telemetry.intake import IntakeServices
+    from threadline.threads.endpoints import ThreadServices
 
 
 @dataclass(slots=True)
@@ -59,6 +63,7 @@ class Services:
     log_triggers: LogTriggers
     scheduler: Scheduler | None
     thread_inserts: ThreadInserts
+    chores: Chores | None = None
 
     def close_streams(self) -> None:
         """Ends live tails and run streams (at shutdown): their clients resume elsewhere by cursor."""
@@ -71,21 +76,30 @@ class Services:
             await self.redis.ping()
 
 
-class Runtime:
-    """A holder the app and its middleware share before the services exist (they open in the lifespan)."""
+if TYPE_CHECKING:
 
-    def __init__(self) -> None:
-        self._services: Services | None = None
+    def _provides(
+        services: Services,
+    ) -> tuple[
+        AccessServices,
+        IntakeServices,
+        ProbedServices,
+        AutomationServices,
+        KeyServices,
+        RunServices,
+        SearchServices,
+        SettingsServices,
+        LogReadServices,
+        ThreadServices,
+    ]:
+        """Never run: mypy checks here that ``Services`` holds what each consumer reads from it (they
+        receive it untyped, from the app's ``Runtime``, and name only what they read)."""
+        s = services
+        return s, s, s, s, s, s, s, s, s, s
 
-    @property
-    def services(self) -> Services:
-        if self._services is None:
-            raise RuntimeError("services are not open: the application's lifespan has not started")
-        return self._services
 
-    @services.setter
-    def services(self, value: Services | None) -> None:
-        self._services = value
+def search_backend(dialect: str) -> SearchBackend:
+    return SqliteSearch() if dialect == "sqlite" else PostgresSearch()
 
 
 # Connections one process opens to Redis at most. redis-py's default pool fails a command at once
@@ -116,9 +130,10 @@ RunRole = Literal["server", "worker", "off"]
 
 @asynccontextmanager
 async def open_services(
-    settings: Settings, runs: RunRole = "server", *, clock: Clock | None = None
+    settings: Settings, runs: RunRole = "server", *, chores: bool = False, clock: Clock | None = None
 ) -> AsyncIterator[Services]:
-    """``clock``: what automations read the time from (tests pass a ``ManualClock``)."""
+    """``chores``: run the background chores (``threadline.chores`` says which processes do).
+    ``clock``: what automations read the time from (tests pass a ``ManualClock``)."""
     clock = clock or Clock()
     prices = Prices(settings.model_prices)
     db = Database(settings.resolved_database_url)
@@ -136,7 +151,7 @@ async def open_services(
     logs = LogWriter(db, signals, log_triggers)
     log_tails = LogTails(signals)
     run_feeds = RunFeeds(db, signals)
-    search = backend_for(db.dialect_name)
+    search = search_backend(db.dialect_name)
     executor = scheduler = None
     if runs != "off":
         execute = runs == "worker" or settings.executes_runs_in_server
@@ -160,6 +175,7 @@ async def open_services(
         log_triggers,
         scheduler,
         thread_inserts(db),
+        Chores(db) if chores else None,
     )
     try:
         await signals.start()
@@ -169,8 +185,12 @@ async def open_services(
             executor.start()
         if scheduler is not None:
             scheduler.start()
+        if services.chores is not None:
+            services.chores.start()
         yield services
     finally:
+        if services.chores is not None:
+            await services.chores.aclose()
         if scheduler is not None:
             await scheduler.aclose()
         if executor is not None:

@@ -1,15 +1,13 @@
 """Running the API and the intake on their ports, in one process and one event loop, sharing one set of
 services (database pool, caches, limiter). SIGTERM and Ctrl-C stop both gracefully: listeners close,
 requests in flight finish (their transactions commit before they are answered), then services close.
-Chores run beside them: telemetry housekeeping (retention, partitions) at start and hourly, and on
-PostgreSQL the sealing of search postings every two seconds (``search/postings.py``)."""
+With the API, the process runs the background chores too (``threadline.chores``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import gc
-import logging
 import signal
 from dataclasses import dataclass
 
@@ -17,15 +15,10 @@ import uvicorn
 
 from threadline.app import create_app
 from threadline.config import Settings
-from threadline.runtime import open_services
-from threadline.search import postings
-from threadline.telemetry import housekeeping
-from threadline.telemetry.intake import create_intake_app
-
-log = logging.getLogger(__name__)
+from threadline.intake_app import create_intake_app
+from threadline.runtime import RunRole, open_services
 
 _GC_YOUNG_THRESHOLD = 20_000
-_CHORES_STOP_SECONDS = 5.0
 
 
 class ServeError(Exception):
@@ -65,20 +58,9 @@ def _config(app: object, listener: Listener, settings: Settings) -> uvicorn.Conf
     )
 
 
-async def _stop(chores: set[asyncio.Task[None]]) -> None:
-    for chore in chores:
-        chore.cancel()
-    # Bounded: shutdown must not depend on a database driver honouring the cancellation.
-    done, pending = await asyncio.wait(chores, timeout=_CHORES_STOP_SECONDS)
-    for chore in pending:
-        log.warning("%s did not stop within %s s; leaving it", chore.get_name(), _CHORES_STOP_SECONDS)
-    for chore in done:
-        if not chore.cancelled() and chore.exception() is not None:
-            log.warning("%s ended with an error", chore.get_name(), exc_info=chore.exception())
-
-
 async def serve(settings: Settings, api: Listener | None, intake: Listener | None) -> None:
-    async with open_services(settings, runs="server" if api is not None else "off") as services:
+    runs: RunRole = "server" if api is not None else "off"
+    async with open_services(settings, runs, chores=api is not None) as services:
         servers = []
         if api is not None:
             servers.append(_Server(_config(create_app(settings, services), api, settings)))
@@ -113,14 +95,9 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop)
-        chores = {
-            asyncio.create_task(housekeeping.run_periodically(services.db), name="threadline-housekeeping"),
-            asyncio.create_task(postings.run_periodically(services.db), name="threadline-postings"),
-        }
         try:
             started = await asyncio.gather(*(run(s) for s in servers))
         finally:
-            await _stop(chores)
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
         if not all(started):

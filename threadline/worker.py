@@ -3,7 +3,8 @@
 Workers share nothing but the database and Redis: each claims runs with ``FOR UPDATE SKIP LOCKED``,
 publishes their events through Redis (every API process streams them), and ends the runs of workers that
 died (lease expiry). Stopping one ends the runs it was executing ``failed`` (``EXECUTOR_STOPPED``) rather
-than leaving them running."""
+than leaving them running. Workers run the background chores too (``threadline.chores``), so a deployment
+needs no ``serve`` for retention and search postings."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ async def work(settings: Settings, ready: asyncio.Event | None = None) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:
-        async with open_services(settings, runs="worker") as services:
+        async with open_services(settings, runs="worker", chores=True) as services:
             assert services.executor is not None
             log.info(
                 "worker %s executing runs (up to %d at once)",

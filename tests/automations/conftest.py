@@ -20,13 +20,13 @@ from fastapi import FastAPI
 from threadline.app import create_app
 from threadline.automations.tables import automations
 from threadline.config import Settings
+from threadline.intake_app import create_intake_app
 from threadline.kit.clock import ManualClock
 from threadline.kit.errors import ApiError
 from threadline.runs.repository import ACTIVE
 from threadline.runs.service import cancel_run
 from threadline.runs.tables import runs
 from threadline.runtime import open_services
-from threadline.telemetry.intake import create_intake_app
 
 START = datetime(2026, 11, 21, 9, 59, 30, tzinfo=UTC)
 

@@ -157,7 +157,7 @@ class TestBadInput:
 class TestUnexpected:
     @pytest.fixture
     async def failing(self, settings: Settings) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
-        app = create_app(settings)
+        app = create_app(settings, chores=False)
 
         @app.get("/v1/explode", operation_id="tests.explode")
         async def explode() -> None:

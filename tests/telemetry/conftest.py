@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from threadline.config import Settings
+from threadline.intake_app import create_intake_app
 from threadline.runtime import Services
-from threadline.telemetry.intake import create_intake_app
 
 
 @pytest.fixture

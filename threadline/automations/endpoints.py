@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated, Protocol
+
+from fastapi import APIRouter, Depends, Request
 
 from threadline.automations import service
 from threadline.automations.schemas import AutomationCreate, AutomationOut, AutomationUpdate
+from threadline.automations.triggers import LogTriggers
+from threadline.billing.prices import Prices
 from threadline.keys.auth import principal_of
-from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
+from threadline.kit.clock import Clock
+from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.errors import BadRequest
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
+from threadline.kit.signals import SignalBus
 from threadline.runs.schemas import RunOut
+
+
+class AutomationServices(Protocol):
+    """What the automation handlers read from the process's services."""
+
+    clock: Clock
+    log_triggers: LogTriggers
+    prices: Prices
+    signals: SignalBus
+
+
+ServicesDep = Annotated[AutomationServices, Depends(get_services)]
 
 router = APIRouter(prefix="/v1/automations", tags=["automations"])
 

@@ -309,7 +309,7 @@ def openapi(
     """Print (or write) the OpenAPI contract generated from the code."""
     from threadline.app import create_app
     from threadline.contract import build_contract, render
-    from threadline.telemetry.intake import create_intake_app
+    from threadline.intake_app import create_intake_app
 
     text = render(build_contract(create_app(), create_intake_app()))
     if output is None:

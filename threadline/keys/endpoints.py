@@ -1,16 +1,26 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Protocol
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from threadline.keys import service
 from threadline.keys.auth import principal_of
 from threadline.keys.schemas import KeyCreate, KeyCreated, KeyOut
 from threadline.keys.tokens import KeyType
-from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
+from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
+from threadline.kit.signals import SignalBus
+
+
+class KeyServices(Protocol):
+    """What the key handlers read from the process's services."""
+
+    signals: SignalBus
+
+
+ServicesDep = Annotated[KeyServices, Depends(get_services)]
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"])
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, Principal
+from threadline.config import Settings
+from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, KeyAuthenticator, Principal
 from threadline.kit.context import RATE_LIMIT_SCOPE_KEY, header_of
 from threadline.kit.errors import (
     ApiError,
@@ -27,9 +28,9 @@ from threadline.kit.errors import (
     Unauthorized,
     render_envelope,
 )
-from threadline.kit.ratelimit import Bucket
+from threadline.kit.ratelimit import Bucket, RateLimiter
 from threadline.kit.routing import OperationIndex
-from threadline.runtime import BACKEND_ERRORS, Runtime, Services
+from threadline.kit.services import BACKEND_ERRORS, ServicesOf
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +38,20 @@ Surface = Literal["api", "intake"]
 _PUBLIC_PREFIXES = ("/v1/openapi.json",)
 
 
+class AccessServices(Protocol):
+    """What authentication and rate limiting read from the process's services."""
+
+    settings: Settings
+    limiter: RateLimiter
+    authenticator: KeyAuthenticator
+
+
 class AccessMiddleware:
     def __init__(
         self,
         app: ASGIApp,
         *,
-        runtime: Runtime,
+        runtime: ServicesOf[AccessServices],
         operations: OperationIndex,
         surface: Surface,
         public_paths: Sequence[str] = _PUBLIC_PREFIXES,
@@ -177,7 +186,7 @@ class AccessMiddleware:
         await limit_by_address(self.runtime.services, scope, self.surface)
 
 
-async def limit_by_address(services: Services, scope: Scope, surface: Surface) -> None:
+async def limit_by_address(services: AccessServices, scope: Scope, surface: Surface) -> None:
     """Public documents, refused requests and CORS preflights that name a key cost the client address a
     token (and may become a 429): what is not charged to an organization is still throttled."""
     client = _client_address(scope, services.settings.trust_forwarded_for)

@@ -4,31 +4,29 @@ transaction commits or rolls back; it ends before the response is sent, so 2xx m
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, Request
 
-from threadline.kit.db import Conn
+from threadline.kit.db import Conn, Database
 from threadline.kit.pagination import CursorParams, PageParams, cursor_params, page_params
-
-if TYPE_CHECKING:
-    from threadline.runtime import Services
 
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-async def get_services(request: Request) -> Services:
-    services: Services = request.app.state.runtime.services
-    return services
+async def get_services(request: Request) -> Any:
+    """The process's services. Handlers name what they read of them as a protocol of their own
+    (``Annotated[TheirServices, Depends(get_services)]``); the composition root checks that it fits."""
+    return request.app.state.runtime.services
 
 
-ServicesDep = Annotated["Services", Depends(get_services)]
+class _WithDatabase(Protocol):
+    db: Database
 
 
 async def get_connection(request: Request) -> AsyncIterator[Conn]:
-    async with (await get_services(request)).db.transaction(
-        write=request.method not in _READ_METHODS
-    ) as conn:
+    services: _WithDatabase = await get_services(request)
+    async with services.db.transaction(write=request.method not in _READ_METHODS) as conn:
         yield conn
 
 

@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 
+from threadline.billing.prices import Prices
 from threadline.keys.auth import principal_of
-from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
+from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.errors import BadRequest, NotFound
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
+from threadline.kit.signals import SignalBus
 from threadline.kit.sse import DONE, EventStreamResponse, resume_cursor
 from threadline.runs import artifacts, repository, service
 from threadline.runs.events import parse_cursor
+from threadline.runs.feeds import RunFeeds
 from threadline.runs.schemas import ArtifactOut, RunCreate, RunOut
 from threadline.threads.service import get_thread
+
+
+class RunServices(Protocol):
+    """What the run handlers read from the process's services."""
+
+    prices: Prices
+    run_feeds: RunFeeds
+    signals: SignalBus
+
+
+ServicesDep = Annotated[RunServices, Depends(get_services)]
 
 router = APIRouter(tags=["runs"])
 

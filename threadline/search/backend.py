@@ -122,13 +122,3 @@ async def page_of(matches: Matches, query: Query, text: str, page: PageParams) -
         chosen += await matches.newest(start, end - start)
     rows = await matches.rows(chosen)
     return Hits(rows=[(rows[s], matcher.snippet(rows[s][text])) for s in chosen if s in rows], total=total)
-
-
-def backend_for(dialect: str) -> SearchBackend:
-    if dialect == "sqlite":
-        from threadline.search.sqlite import SqliteSearch
-
-        return SqliteSearch()
-    from threadline.search.postgres import PostgresSearch
-
-    return PostgresSearch()

@@ -1,18 +1,29 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Protocol
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from threadline.keys.auth import principal_of
-from threadline.kit.deps import PageDep, ServicesDep
+from threadline.kit.db import Database
+from threadline.kit.deps import PageDep, get_services
 from threadline.kit.errors import BadRequest
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.messages.repository import Role
 from threadline.search import service
-from threadline.search.backend import MessageFilter
+from threadline.search.backend import MessageFilter, SearchBackend
 from threadline.search.query import MAX_QUERY_CHARS
 from threadline.search.schemas import MessageResults, ThreadResults
+
+
+class SearchServices(Protocol):
+    """What the search handlers read from the process's services."""
+
+    db: Database
+    search: SearchBackend
+
+
+ServicesDep = Annotated[SearchServices, Depends(get_services)]
 
 router = APIRouter(prefix="/v1/search", tags=["search"])
 

@@ -1,12 +1,26 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated, Protocol
 
+from fastapi import APIRouter, Depends, Request
+
+from threadline.config import Settings
 from threadline.keys.auth import principal_of
-from threadline.kit.deps import ConnDep, ServicesDep
+from threadline.kit.deps import ConnDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
+from threadline.kit.signals import SignalBus
 from threadline.settings import service
 from threadline.settings.schemas import SettingsOut, SettingsUpdate
+
+
+class SettingsServices(Protocol):
+    """What the settings handlers read from the process's services."""
+
+    settings: Settings
+    signals: SignalBus
+
+
+ServicesDep = Annotated[SettingsServices, Depends(get_services)]
 
 router = APIRouter(prefix="/v1/settings", tags=["settings"])
 

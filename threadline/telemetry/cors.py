@@ -14,10 +14,10 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, Principal
-from threadline.keys.middleware import limit_by_address
+from threadline.keys.middleware import AccessServices, limit_by_address
 from threadline.kit.context import header_of
 from threadline.kit.errors import Forbidden, TooManyRequests
-from threadline.runtime import Runtime
+from threadline.kit.services import ServicesOf
 from threadline.settings.service import DEFAULT_ALLOWED_ORIGINS
 
 _ALLOW_METHODS = b"POST, OPTIONS"
@@ -44,7 +44,7 @@ def check_origin(origin: bytes, principal: Principal) -> None:
 
 
 class CorsMiddleware:
-    def __init__(self, app: ASGIApp, *, runtime: Runtime, paths: frozenset[str]) -> None:
+    def __init__(self, app: ASGIApp, *, runtime: ServicesOf[AccessServices], paths: frozenset[str]) -> None:
         self.app = app
         self.runtime = runtime
         self.paths = paths

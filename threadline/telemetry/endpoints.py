@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Protocol
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 
 from threadline.keys.auth import principal_of
-from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
+from threadline.kit.db import Database
+from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.errors import BadRequest
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage, decode_cursor
@@ -16,6 +17,17 @@ from threadline.search.query import parse
 from threadline.telemetry import repository
 from threadline.telemetry.repository import LogFilters
 from threadline.telemetry.schemas import Kind, Level, LogRecordOut, SelectionTime
+from threadline.telemetry.tail import LogTails
+
+
+class LogReadServices(Protocol):
+    """What the log reading handlers read from the process's services."""
+
+    db: Database
+    log_tails: LogTails
+
+
+ServicesDep = Annotated[LogReadServices, Depends(get_services)]
 
 router = APIRouter(prefix="/v1/logs", tags=["logs"])
 

@@ -1,4 +1,4 @@
-"""The intake: a small ASGI app of its own, on its own port, so it scales apart from the API.
+"""The intake's ingestion, served by ``threadline.intake_app`` on a port of its own.
 
     POST /v1/logs     log records (JSON, JSON array, NDJSON, OTLP/HTTP JSON or protobuf; gzip or not)
     POST /v1/events   product events (JSON, JSON array, NDJSON; gzip or not)
@@ -11,18 +11,15 @@ request, errors as a protobuf ``google.rpc.Status`` (with the same status codes 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Request
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from pydantic import TypeAdapter
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from threadline import health
-from threadline.assembly import assemble, mount_routes, never_routed
-from threadline.config import Settings
 from threadline.keys.auth import PRINCIPAL_SCOPE_KEY
 from threadline.kit.context import header_of
 from threadline.kit.errors import (
@@ -35,11 +32,13 @@ from threadline.kit.errors import (
     Unauthorized,
     render_envelope,
 )
+from threadline.kit.fastpath import never_routed
 from threadline.kit.openapi import AUTHENTICATED, errors
-from threadline.runtime import BACKEND_ERRORS, Runtime, Services
-from threadline.telemetry.cors import CorsMiddleware, check_origin
-from threadline.telemetry.decoding import MAX_BODY_BYTES, Source, decode, is_protobuf
+from threadline.kit.services import BACKEND_ERRORS, ServicesOf
+from threadline.telemetry.cors import check_origin
+from threadline.telemetry.decoding import Source, decode, is_protobuf
 from threadline.telemetry.schemas import Accepted, EventIn, Kind, LogRecordIn
+from threadline.telemetry.writer import LogWriter
 
 router = APIRouter(prefix="/v1", tags=["intake"])
 
@@ -65,6 +64,12 @@ def _body_schema(record: type[Any], with_otlp: bool) -> dict[str, Any]:
     return {"required": True, "content": content}
 
 
+class IntakeServices(Protocol):
+    """What ingestion reads from the process's services."""
+
+    logs: LogWriter
+
+
 class IngestEndpoints:
     """Serves ``POST /v1/logs`` and ``POST /v1/events`` as plain ASGI, behind the access middleware
     (authenticated, rate limited) and outside FastAPI (``assembly.assemble``'s ``served_before_routing``).
@@ -74,12 +79,12 @@ class IngestEndpoints:
     measured more than the ingestion itself. The operations are still declared to FastAPI below, once,
     for the contract and for error bodies' operation ids."""
 
-    def __init__(self, app: ASGIApp, *, runtime: Runtime) -> None:
+    def __init__(self, app: ASGIApp, *, runtime: ServicesOf[IntakeServices]) -> None:
         self.app = app
         self.runtime = runtime
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = _ROUTES.get(scope["path"]) if scope["type"] == "http" else None
+        kind = ROUTES.get(scope["path"]) if scope["type"] == "http" else None
         if kind is None:
             await self.app(scope, receive, send)
             return
@@ -160,7 +165,7 @@ async def _read_body(receive: Receive) -> bytes:
             return b"".join(chunks)
 
 
-_ROUTES: dict[str, Kind] = {"/v1/logs": "log", "/v1/events": "event"}
+ROUTES: dict[str, Kind] = {"/v1/logs": "log", "/v1/events": "event"}
 _OPERATIONS: dict[Kind, str] = {"log": "logs.ingest", "event": "events.ingest"}
 
 
@@ -237,25 +242,3 @@ def _varint(value: int) -> bytes:
         else:
             out.append(byte)
             return bytes(out)
-
-
-async def _api_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, ApiError)
-    return render_intake_error(request.scope, exc, request.app.state.operations.operation_id(request.scope))
-
-
-def create_intake_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
-    settings = settings or Settings()
-    app = assemble(
-        "Threadline intake",
-        "intake",
-        settings,
-        services,
-        body_limit=MAX_BODY_BYTES,
-        render_error=render_intake_error,
-        outer=[(CorsMiddleware, {"paths": frozenset(_ROUTES)})],
-        served_before_routing=(IngestEndpoints, dict.fromkeys(_ROUTES)),  # every method: 405 is theirs
-    )
-    app.add_exception_handler(ApiError, _api_error)
-    mount_routes(app, router, health.router)
-    return app

@@ -1,21 +1,39 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from typing import Annotated, Protocol
+
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from threadline.assembly import never_routed
+from threadline.billing.prices import Prices
 from threadline.keys.auth import principal_of
-from threadline.kit.deps import ConnDep, ServicesDep
+from threadline.kit.db import Database
+from threadline.kit.deps import ConnDep, get_services
 from threadline.kit.errors import ApiError, BadRequest, render_envelope
+from threadline.kit.fastpath import never_routed
 from threadline.kit.handlers import request_invalid
 from threadline.kit.metadata import MAX_KEY_CHARS, MAX_KEYS, MAX_VALUE_CHARS
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CURSOR_PARAMETERS, CursorPage, cursor_params_of
+from threadline.kit.services import ServicesOf
+from threadline.kit.signals import SignalBus
 from threadline.runs.service import end_thread_runs
-from threadline.runtime import Runtime
 from threadline.threads import service
 from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate, page_json
+from threadline.threads.service import ThreadInserts
+
+
+class ThreadServices(Protocol):
+    """What the thread handlers (and ``ThreadListEndpoint``) read from the process's services."""
+
+    db: Database
+    prices: Prices
+    signals: SignalBus
+    thread_inserts: ThreadInserts
+
+
+ServicesDep = Annotated[ThreadServices, Depends(get_services)]
 
 router = APIRouter(prefix="/v1/threads", tags=["threads"])
 
@@ -52,7 +70,7 @@ class ThreadListEndpoint:
     (``page_json``) and its page parameters are read without a FastAPI dependency (``cursor_params_of``);
     the operation is declared to FastAPI below, once, for the contract."""
 
-    def __init__(self, app: ASGIApp, *, runtime: Runtime) -> None:
+    def __init__(self, app: ASGIApp, *, runtime: ServicesOf[ThreadServices]) -> None:
         self.app = app  # never called: only GET and HEAD on this path come here (``LIST_ROUTE``)
         self.runtime = runtime
 

@@ -1,0 +1,52 @@
+"""Background chores of a process: telemetry housekeeping (retention, and on PostgreSQL the daily
+partitions) at start and hourly, and on PostgreSQL the sealing of search postings every two seconds
+(``search/postings.py``).
+
+``runtime.open_services`` opens them where ``chores=True``: ``threadline serve`` with the API, the API app
+under any other ASGI server (its own lifespan), and ``threadline worker``; never the intake alone. Several
+processes may run them at once: each round is idempotent and safe to repeat (housekeeping's steps are
+``IF [NOT] EXISTS`` DDL and batched deletes; sealing serialises on the watermark row and merging on an
+advisory lock), so they only repeat each other's work."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from threadline.kit.db import Database
+from threadline.search import postings
+from threadline.telemetry import housekeeping
+
+log = logging.getLogger(__name__)
+
+STOP_SECONDS = 5.0
+
+
+class Chores:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        self._tasks = {
+            asyncio.create_task(housekeeping.run_periodically(self._db), name="threadline-housekeeping"),
+            asyncio.create_task(postings.run_periodically(self._db), name="threadline-postings"),
+        }
+
+    def running(self) -> set[str]:
+        """The chores still running (sealing ends at once on SQLite, which needs none)."""
+        return {task.get_name() for task in self._tasks if not task.done()}
+
+    async def aclose(self) -> None:
+        tasks, self._tasks = self._tasks, set()
+        if not tasks:
+            return
+        for task in tasks:
+            task.cancel()
+        # Bounded: shutdown must not depend on a database driver honouring the cancellation.
+        done, pending = await asyncio.wait(tasks, timeout=STOP_SECONDS)
+        for task in pending:
+            log.warning("%s did not stop within %s s; leaving it", task.get_name(), STOP_SECONDS)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                log.warning("%s ended with an error", task.get_name(), exc_info=task.exception())
