@@ -22,13 +22,19 @@ from threadline.config import Settings
 from threadline.keys.auth import KeyAuthenticator
 from threadline.kit.clock import Clock
 from threadline.kit.db import Database
+from threadline.kit.dialects import insert_or_ignore
 from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
 from threadline.runs.executor import RunExecutor
 from threadline.runs.feeds import RunFeeds
 from threadline.search.backend import SearchBackend, backend_for
+from threadline.search.postings import PostingsSealer
+from threadline.telemetry.append_postgres import PostgresAppender
+from threadline.telemetry.append_sqlite import SqliteAppender, SqliteStoreAppender
+from threadline.telemetry.housekeeping import DeletingRetention, Retention
+from threadline.telemetry.partitions import PartitionedRetention
 from threadline.telemetry.tail import LogTails
-from threadline.telemetry.writer import LogWriter
+from threadline.telemetry.writer import LogAppender, LogWriter
 from threadline.threads.service import ThreadInserts, thread_inserts
 
 # Failures of a backend (as opposed to bugs): answered 503 where a request depends on them.
@@ -59,6 +65,8 @@ class Services:
     log_triggers: LogTriggers
     scheduler: Scheduler | None
     thread_inserts: ThreadInserts
+    retention: Retention
+    postings: PostingsSealer | None  # PostgreSQL's only: SQLite's FTS5 counts from its own index
 
     def close_streams(self) -> None:
         """Ends live tails and run streams (at shutdown): their clients resume elsewhere by cursor."""
@@ -132,8 +140,9 @@ async def open_services(
         limiter = MemoryRateLimiter()
         signals = MemorySignalBus()
     authenticator = KeyAuthenticator(db, signals, settings)
-    log_triggers = LogTriggers(db, signals, prices, clock)
-    logs = LogWriter(db, signals, log_triggers)
+    postgresql = db.dialect_name == "postgresql"
+    log_triggers = LogTriggers(db, signals, prices, clock, insert_or_ignore(db.dialect_name))
+    logs = LogWriter(db, signals, _log_appender(settings, db), log_triggers)
     log_tails = LogTails(signals)
     run_feeds = RunFeeds(db, signals)
     search = backend_for(db.dialect_name)
@@ -160,6 +169,8 @@ async def open_services(
         log_triggers,
         scheduler,
         thread_inserts(db),
+        PartitionedRetention(db) if postgresql else DeletingRetention(db),
+        PostingsSealer(db) if postgresql else None,
     )
     try:
         await signals.start()
@@ -185,3 +196,14 @@ async def open_services(
         if redis is not None:
             await redis.aclose()
         await db.dispose()
+
+
+def _log_appender(settings: Settings, db: Database) -> LogAppender:
+    """PostgreSQL appends in the server; SQLite in its store process (``THREADLINE_LOG_STORE=process``, a
+    database file), or else in the server too."""
+    if db.dialect_name == "postgresql":
+        return PostgresAppender()
+    path = db.sqlite_path
+    if settings.log_store == "process" and path is not None and path.name not in ("", ":memory:"):
+        return SqliteStoreAppender(path)
+    return SqliteAppender()

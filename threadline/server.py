@@ -114,9 +114,14 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop)
         chores = {
-            asyncio.create_task(housekeeping.run_periodically(services.db), name="threadline-housekeeping"),
-            asyncio.create_task(postings.run_periodically(services.db), name="threadline-postings"),
+            asyncio.create_task(
+                housekeeping.run_periodically(services.retention), name="threadline-housekeeping"
+            )
         }
+        if services.postings is not None:
+            chores.add(
+                asyncio.create_task(postings.run_periodically(services.postings), name="threadline-postings")
+            )
         try:
             started = await asyncio.gather(*(run(s) for s in servers))
         finally:
