@@ -22,9 +22,9 @@ from threadline.config import Settings
 from threadline.keys.auth import KeyAuthenticator
 from threadline.kit.clock import Clock
 from threadline.kit.db import Database
-from threadline.kit.dialects import insert_or_ignore
 from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
+from threadline.kit.statements import insert_or_ignore
 from threadline.runs.executor import RunExecutor
 from threadline.runs.feeds import RunFeeds
 from threadline.search.backend import SearchBackend, backend_for

@@ -15,7 +15,7 @@ from tests.automations.helpers import automation_runs, create, get, on_log, runs
 from tests.support import Tenant
 from threadline.automations import repository, service
 from threadline.kit.clock import ManualClock
-from threadline.kit.dialects import InsertOrIgnore, insert_or_ignore
+from threadline.kit.statements import InsertOrIgnore, insert_or_ignore
 from threadline.runtime import Services
 
 

@@ -13,8 +13,8 @@ from sqlalchemy.engine import Connection
 
 from threadline.automations.tables import automation_firings, automations
 from threadline.kit.db import Conn
-from threadline.kit.dialects import InsertOrIgnore
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
+from threadline.kit.statements import InsertOrIgnore
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,9 +35,9 @@ from threadline.automations.repository import Automation
 from threadline.billing.prices import Prices
 from threadline.kit.clock import Clock
 from threadline.kit.db import Database
-from threadline.kit.dialects import InsertOrIgnore
 from threadline.kit.errors import ApiError
 from threadline.kit.signals import RESET, SignalBus
+from threadline.kit.statements import InsertOrIgnore
 from threadline.kit.waiting import wait_event
 from threadline.telemetry.decoding import Row
 from threadline.telemetry.schemas import levels_at_or_above
