@@ -1,8 +1,9 @@
 """telemetry.log_store: SQLite's log appends in a process of their own (the embedded shape only).
 
-The intake's own tests go through the store on SQLite; these check the store's promises directly: rows
-are committed by another process, in the sequence's order; what SQLite refuses comes back as the driver's
-error and the store goes on; a store that dies or cannot start is an ``OSError`` and is started again."""
+The intake's own tests go through the store on SQLite (and again with ``THREADLINE_LOG_STORE=inline``,
+which starts none); these check the store's promises directly: rows are committed by another process, in
+the sequence's order; what SQLite refuses comes back as the driver's error and the store goes on; a store
+that dies or cannot start is an ``OSError`` and is started again."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ from threadline.telemetry.log_store import AppendError, StoreProcess
 from threadline.telemetry.tables import log_records, log_sequence
 
 pytestmark = pytest.mark.embedded
+
+
+@pytest.fixture(name="log_store")
+def store_setting() -> str:
+    """``THREADLINE_LOG_STORE``: the store process, unless a test says otherwise."""
+    return "process"
 
 
 def rows_for(project_id: str, organization_id: str, *messages: str) -> list[list[Any]]:
@@ -163,3 +170,14 @@ async def test_the_intake_answers_503_while_the_store_cannot_run_and_recovers(
     response = await intake.post("/v1/logs", json=[{"message": "acknowledged"}], headers=tenant.public)
     assert response.status_code == 202, response.text
     assert [message for _, message in await stored(services, tenant.org_id)] == ["acknowledged"]
+
+
+@pytest.mark.parametrize("log_store", ["inline"])
+async def test_the_inline_setting_appends_in_the_server(
+    intake: httpx.AsyncClient, services: Services, tenant: Tenant
+) -> None:
+    before = set(store_children())
+    response = await intake.post("/v1/logs", json=[{"message": "in the server"}], headers=tenant.public)
+    assert response.status_code == 202, response.text
+    assert set(store_children()) == before, "a store process was started with THREADLINE_LOG_STORE=inline"
+    assert [message for _, message in await stored(services, tenant.org_id)] == ["in the server"]

@@ -29,6 +29,12 @@ from threadline.telemetry.partitions import PartitionedRetention
 from threadline.telemetry.tables import log_records
 
 
+@pytest.fixture
+def log_store() -> str:
+    """One append path (conftest): reads and retention do not depend on how the records were appended."""
+    return "process"
+
+
 async def send(intake: httpx.AsyncClient, tenant: Tenant, records: list[dict[str, Any]]) -> None:
     response = await intake.post("/v1/logs", json=records, headers=tenant.public)
     assert response.status_code == 202, response.text
