@@ -64,6 +64,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per target")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of wrk per target first")
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "intake.json", help="results JSON file")
+    parser.add_argument(
+        "--log-store", choices=("process", "inline"), default="process", help="THREADLINE_LOG_STORE of ours"
+    )
     args = parser.parse_args()
     if args.duration <= 0 or args.connections < 1 or args.batch_connections < 1 or args.rounds < 1:
         parser.error("--duration must be > 0, connections and rounds >= 1")
@@ -88,7 +91,7 @@ def count_rows(db_path: Path) -> int:
 
 def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
     data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="threadline-bench-")))
-    env = clean_env(THREADLINE_DATA_DIR=str(data_dir))
+    env = clean_env(THREADLINE_DATA_DIR=str(data_dir), THREADLINE_LOG_STORE=args.log_store)
     threadline = [sys.executable, "-m", "threadline"]
     init = json.loads(run_checked([*threadline, "init", "--json"], env))
     public_key, org_id = init["publicKey"], init["organization"]["id"]

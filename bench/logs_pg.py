@@ -40,7 +40,7 @@ from threadline.kit.ids import id_at
 from threadline.kit.pagination import CursorParams
 from threadline.search.query import parse
 from threadline.storage.migrate import upgrade
-from threadline.telemetry import housekeeping, repository
+from threadline.telemetry import housekeeping, partitions, repository
 from threadline.telemetry.repository import LogFilters
 
 LEVELS = ("debug", "info", "info", "info", "info", "warn", "error")
@@ -168,7 +168,7 @@ async def prepare(url: str, first_day: date, days: int) -> tuple[Database, str, 
     await asyncio.to_thread(upgrade, normalize_database_url(url))  # alembic runs a loop of its own
     db = Database(normalize_database_url(url))
     for offset in range(days + 1):
-        if not await housekeeping.create_partition(db, first_day + timedelta(days=offset)):
+        if not await partitions.create_partition(db, first_day + timedelta(days=offset)):
             raise BenchError("could not create the daily partitions")
     conn = await asyncpg.connect(url)
     try:
@@ -204,7 +204,9 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         async with db.transaction() as conn:
             await conn.execute(sa.text("UPDATE organizations SET log_retention_days = 1"))
         started = time.perf_counter()
-        report = await housekeeping.run_once(db, now=midnight(first_day + timedelta(days=2)))
+        report = await housekeeping.run_once(
+            partitions.PartitionedRetention(db), now=midnight(first_day + timedelta(days=2))
+        )
         drop_seconds = time.perf_counter() - started
         started = time.perf_counter()
         deleted = 0
@@ -219,7 +221,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         delete_seconds = time.perf_counter() - started
     finally:
         await db.dispose()
-    if housekeeping.partition_name(first_day) not in report.dropped_partitions:
+    if partitions.partition_name(first_day) not in report.dropped_partitions:
         raise BenchError(f"housekeeping did not drop the first day: {report}")
     per_day = args.rows // args.days
     return {

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from threadline.kit.db import Database
 from threadline.search import postings
+from threadline.search.postings import PostingsSealer
 from threadline.telemetry import housekeeping
+from threadline.telemetry.housekeeping import Retention
 
 log = logging.getLogger(__name__)
 
@@ -23,18 +24,25 @@ STOP_SECONDS = 5.0
 
 
 class Chores:
-    def __init__(self, db: Database) -> None:
-        self._db = db
+    def __init__(self, retention: Retention, sealer: PostingsSealer | None) -> None:
+        """``sealer``: PostgreSQL's only (SQLite's FTS5 counts from its own index, so it needs none)."""
+        self._retention = retention
+        self._sealer = sealer
         self._tasks: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
         self._tasks = {
-            asyncio.create_task(housekeeping.run_periodically(self._db), name="threadline-housekeeping"),
-            asyncio.create_task(postings.run_periodically(self._db), name="threadline-postings"),
+            asyncio.create_task(
+                housekeeping.run_periodically(self._retention), name="threadline-housekeeping"
+            )
         }
+        if self._sealer is not None:
+            self._tasks.add(
+                asyncio.create_task(postings.run_periodically(self._sealer), name="threadline-postings")
+            )
 
     def running(self) -> set[str]:
-        """The chores still running (sealing ends at once on SQLite, which needs none)."""
+        """The chores still running."""
         return {task.get_name() for task in self._tasks if not task.done()}
 
     async def aclose(self) -> None:

@@ -47,6 +47,11 @@ class Settings(BaseSettings):
     trust_forwarded_for: bool = False
     access_log: bool = False
     log_level: str = "info"
+    # Where SQLite's log appends run: "process", a process of the server's own on another core
+    # (``telemetry.log_store``; requests with records a log trigger matched still append in the server);
+    # "inline", every append in the server. Ignored on PostgreSQL, which always appends in the server, and
+    # for a SQLite database in memory, which another process cannot open.
+    log_store: Literal["process", "inline"] = "process"
 
     # Runs. ``openai/<model>`` talks to this OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp, ...).
     openai_base_url: str = "https://api.openai.com/v1"

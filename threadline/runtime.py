@@ -23,13 +23,19 @@ from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
+from threadline.kit.statements import insert_or_ignore
 from threadline.runs.executor import RunExecutor
 from threadline.runs.feeds import RunFeeds
 from threadline.search.backend import SearchBackend
 from threadline.search.postgres import PostgresSearch
+from threadline.search.postings import PostingsSealer
 from threadline.search.sqlite import SqliteSearch
+from threadline.telemetry.append_postgres import PostgresAppender
+from threadline.telemetry.append_sqlite import SqliteAppender, SqliteStoreAppender
+from threadline.telemetry.housekeeping import DeletingRetention, Retention
+from threadline.telemetry.partitions import PartitionedRetention
 from threadline.telemetry.tail import LogTails
-from threadline.telemetry.writer import LogWriter
+from threadline.telemetry.writer import LogAppender, LogWriter
 from threadline.threads.service import ThreadInserts, thread_inserts
 
 if TYPE_CHECKING:
@@ -63,6 +69,8 @@ class Services:
     log_triggers: LogTriggers
     scheduler: Scheduler | None
     thread_inserts: ThreadInserts
+    retention: Retention
+    postings: PostingsSealer | None  # PostgreSQL's only: SQLite's FTS5 counts from its own index
     chores: Chores | None = None
 
     def close_streams(self) -> None:
@@ -147,11 +155,14 @@ async def open_services(
         limiter = MemoryRateLimiter()
         signals = MemorySignalBus()
     authenticator = KeyAuthenticator(db, signals, settings)
-    log_triggers = LogTriggers(db, signals, prices, clock)
-    logs = LogWriter(db, signals, log_triggers)
+    postgresql = db.dialect_name == "postgresql"
+    log_triggers = LogTriggers(db, signals, prices, clock, insert_or_ignore(db.dialect_name))
+    logs = LogWriter(db, signals, _log_appender(settings, db), log_triggers)
     log_tails = LogTails(signals)
     run_feeds = RunFeeds(db, signals)
     search = search_backend(db.dialect_name)
+    retention: Retention = PartitionedRetention(db) if postgresql else DeletingRetention(db)
+    sealer = PostingsSealer(db) if postgresql else None
     executor = scheduler = None
     if runs != "off":
         execute = runs == "worker" or settings.executes_runs_in_server
@@ -175,7 +186,9 @@ async def open_services(
         log_triggers,
         scheduler,
         thread_inserts(db),
-        Chores(db) if chores else None,
+        retention,
+        sealer,
+        Chores(retention, sealer) if chores else None,
     )
     try:
         await signals.start()
@@ -205,3 +218,14 @@ async def open_services(
         if redis is not None:
             await redis.aclose()
         await db.dispose()
+
+
+def _log_appender(settings: Settings, db: Database) -> LogAppender:
+    """PostgreSQL appends in the server; SQLite in its store process (``THREADLINE_LOG_STORE=process``, a
+    database file), or else in the server too."""
+    if db.dialect_name == "postgresql":
+        return PostgresAppender()
+    path = db.sqlite_path
+    if settings.log_store == "process" and path is not None and path.name not in ("", ":memory:"):
+        return SqliteStoreAppender(path)
+    return SqliteAppender()

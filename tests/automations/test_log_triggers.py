@@ -15,6 +15,7 @@ from tests.automations.helpers import automation_runs, create, get, on_log, runs
 from tests.support import Tenant
 from threadline.automations import repository, service
 from threadline.kit.clock import ManualClock
+from threadline.kit.statements import InsertOrIgnore, insert_or_ignore
 from threadline.runtime import Services
 
 
@@ -140,12 +141,13 @@ async def owe(
     record = {"id": "log_x", "message": message}
     firing = {"automation_id": automation_id, "organization_id": tenant.org_id, "record": record,
               "matched_at": clock.now()}  # fmt: skip
-    await services.db.write_session(lambda connection: _owe(connection, firing))
+    insert = insert_or_ignore(services.db.dialect_name)
+    await services.db.write_session(lambda connection: _owe(connection, firing, insert))
 
 
-def _owe(connection: Connection, firing: dict[str, Any]) -> None:
+def _owe(connection: Connection, firing: dict[str, Any], insert: InsertOrIgnore) -> None:
     with connection.begin():
-        repository.owe_firings(connection, [firing])
+        repository.owe_firings(connection, [firing], insert)
 
 
 async def test_concurrent_firings_settle_an_owed_firing_once(

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from tests.keys.test_auth import assert_error
 from tests.support import Tenant, make_tenant
 from tests.threads.test_endpoints import make_thread
-from threadline.kit.db import Database
 from threadline.runtime import Services
-from threadline.search import backend, postings
+from threadline.search import backend
+from threadline.search.postings import PostingsSealer
 
 
 async def say(
@@ -30,21 +30,23 @@ async def say(
     return message_id
 
 
-_sealing: list[Database] = []
+_sealing: list[PostingsSealer] = []
 
 
 @pytest.fixture(autouse=True)
 def seal_before_searching(services: Services) -> Iterator[None]:
     """On PostgreSQL each search first seals what the test wrote (``search/postings.py``), as ``serve``
     does every two seconds: the endpoints are tested on the postings; test_postings.py covers the rest."""
-    _sealing.append(services.db)
+    sealers = [] if services.postings is None else [services.postings]
+    _sealing.extend(sealers)
     yield
-    _sealing.remove(services.db)
+    for sealer in sealers:
+        _sealing.remove(sealer)
 
 
 async def search(client: httpx.AsyncClient, tenant: Tenant, kind: str, **params: object) -> dict[str, object]:
-    for db in _sealing:
-        await postings.seal(db)
+    for sealer in _sealing:
+        await sealer.run_once()
     response = await client.get(f"/v1/search/{kind}", headers=tenant.secret, params=params)
     assert response.status_code == 200, response.text
     body: dict[str, object] = response.json()

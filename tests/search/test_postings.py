@@ -219,6 +219,13 @@ def _segments(*sizes: int) -> list[Segment]:
     return [Segment(i, bounds[i], bounds[i + 1], size) for i, size in enumerate(sizes)]
 
 
+async def test_the_composition_root_opens_a_sealer_on_postgresql_only(
+    services: Services, backend: Backend
+) -> None:
+    """SQLite's FTS5 counts from its own index: nothing to seal, no chore to run."""
+    assert (services.postings is not None) == (backend.name == "distributed")
+
+
 def test_merges_take_the_newest_run_of_one_size_class() -> None:
     assert mergeable(_segments(100, 5, 5, 5)) == []
     assert [s.id for s in mergeable(_segments(100, 5, 5, 5, 7))] == [1, 2, 3, 4]

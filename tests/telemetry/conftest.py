@@ -1,4 +1,9 @@
-"""Fixtures of the telemetry tests: the intake app, on the same services as the API app (``client``)."""
+"""Fixtures of the telemetry tests: the intake app, on the same services as the API app (``client``).
+
+On the embedded shape the intake's tests run with each of SQLite's two append paths
+(``THREADLINE_LOG_STORE``): ``process``, the store process, and ``inline``, every append in the server.
+PostgreSQL has one path; its ``inline`` variants are deselected, not skipped. A module where the path
+makes no difference (reads, auth) pins ``log_store`` to ``process`` with a fixture of its own."""
 
 from __future__ import annotations
 
@@ -7,9 +12,21 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from tests.conftest import Backend
 from threadline.config import Settings
 from threadline.intake_app import create_intake_app
 from threadline.runtime import Services
+
+
+@pytest.fixture(params=["process", "inline"])
+def log_store(request: pytest.FixtureRequest) -> str:
+    value: str = request.param
+    return value
+
+
+@pytest.fixture
+async def settings(backend: Backend, log_store: str) -> Settings:
+    return backend.fresh().model_copy(update={"log_store": log_store})
 
 
 @pytest.fixture
@@ -19,3 +36,16 @@ async def intake(settings: Settings, services: Services) -> AsyncIterator[httpx.
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://intake") as http:
             yield http
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselects the distributed shape's ``inline`` variants (of these tests only: no other test has a
+    ``log_store`` parameter)."""
+    selected, deselected = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        other_path = params.get("backend") == "distributed" and params.get("log_store") == "inline"
+        (deselected if other_path else selected).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected

@@ -106,9 +106,9 @@ def sigterm(server: ServerProcess) -> None:
     assert server.stop(signal.SIGTERM) == 0, "the server did not exit 0 after SIGTERM"
 
 
-def durable_env(env: dict[str, str]) -> dict[str, str]:
+def durable_env(env: dict[str, str], log_store: str) -> dict[str, str]:
     # The organization's default budget (1,000 requests a minute) would refuse the load with 429s.
-    return {**env, "THREADLINE_DEFAULT_RATE_LIMIT_PER_MINUTE": "10000000"}
+    return {**env, "THREADLINE_DEFAULT_RATE_LIMIT_PER_MINUTE": "10000000", "THREADLINE_LOG_STORE": log_store}
 
 
 def stored_batches(records: list[dict[str, Any]]) -> Counter[str]:
@@ -130,8 +130,8 @@ def check_batches(stored: Counter[str], sent: set[str], acknowledged: set[str]) 
     assert not lost, f"{len(lost)} acknowledged batches lost: {sorted(lost)[:20]}"
 
 
-def test_sigkill_mid_traffic_loses_no_acknowledged_record(empty_env: dict[str, str]) -> None:
-    env = durable_env(empty_env)
+def test_sigkill_mid_traffic_loses_no_acknowledged_record(empty_env: dict[str, str], log_store: str) -> None:
+    env = durable_env(empty_env, log_store)
     keys = init_database(env)
     sent: set[str] = set()
     acknowledged: set[str] = set()
@@ -154,8 +154,10 @@ def test_sigkill_mid_traffic_loses_no_acknowledged_record(empty_env: dict[str, s
     check_batches(stored, sent | {"after"}, acknowledged | {"after"})
 
 
-def test_sigterm_mid_traffic_drains_and_answers_every_commit(empty_env: dict[str, str]) -> None:
-    env = durable_env(empty_env)
+def test_sigterm_mid_traffic_drains_and_answers_every_commit(
+    empty_env: dict[str, str], log_store: str
+) -> None:
+    env = durable_env(empty_env, log_store)
     keys = init_database(env)
     with running_server(env) as server:
         load = run_traffic(server, keys["publicKey"], "t", sigterm)

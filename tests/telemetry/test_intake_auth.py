@@ -9,6 +9,12 @@ from tests.keys.test_auth import assert_error
 from tests.support import Tenant
 
 
+@pytest.fixture
+def log_store() -> str:
+    """One append path (conftest): keys are checked before anything is appended."""
+    return "process"
+
+
 @pytest.mark.parametrize(
     ("path", "operation_id"), [("/v1/logs", "logs.ingest"), ("/v1/events", "events.ingest")]
 )

@@ -1,8 +1,9 @@
 """telemetry.log_store: SQLite's log appends in a process of their own (the embedded shape only).
 
-The intake's own tests go through the store on SQLite; these check the store's promises directly: rows
-are committed by another process, in the sequence's order; what SQLite refuses comes back as the driver's
-error and the store goes on; a store that dies or cannot start is an ``OSError`` and is started again."""
+The intake's own tests go through the store on SQLite (and again with ``THREADLINE_LOG_STORE=inline``,
+which starts none); these check the store's promises directly: rows are committed by another process, in
+the sequence's order; what SQLite refuses comes back as the driver's error and the store goes on; a store
+that dies or cannot start is an ``OSError`` and is started again."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ from threadline.telemetry.log_store import AppendError, StoreProcess
 from threadline.telemetry.tables import log_records, log_sequence
 
 pytestmark = pytest.mark.embedded
+
+
+@pytest.fixture(name="log_store")
+def store_setting() -> str:
+    """``THREADLINE_LOG_STORE``: the store process, unless a test says otherwise."""
+    return "process"
 
 
 def rows_for(project_id: str, organization_id: str, *messages: str) -> list[list[Any]]:
@@ -141,14 +148,19 @@ def store_children() -> list[int]:
     return children
 
 
-async def test_the_intake_appends_through_the_store(
-    intake: httpx.AsyncClient, services: Services, tenant: Tenant
+@pytest.mark.parametrize("log_store", ["process", "inline"])
+async def test_the_intake_appends_through_the_store_unless_told_inline(
+    intake: httpx.AsyncClient, services: Services, tenant: Tenant, log_store: str
 ) -> None:
     before = set(store_children())
-    response = await intake.post("/v1/logs", json=[{"message": "via the store"}], headers=tenant.public)
+    response = await intake.post("/v1/logs", json=[{"message": "appended"}], headers=tenant.public)
     assert response.status_code == 202, response.text
-    assert set(store_children()) - before, "no store process was started for the intake's append"
-    assert [message for _, message in await stored(services, tenant.org_id)] == ["via the store"]
+    started = set(store_children()) - before
+    if log_store == "process":
+        assert started, "no store process was started for the intake's append"
+    else:
+        assert not started, "a store process was started with THREADLINE_LOG_STORE=inline"
+    assert [message for _, message in await stored(services, tenant.org_id)] == ["appended"]
 
 
 async def test_the_intake_answers_503_while_the_store_cannot_run_and_recovers(

@@ -24,8 +24,15 @@ from threadline.kit.db import Database
 from threadline.organizations.service import create_organization
 from threadline.runtime import Services
 from threadline.storage.migrate import upgrade
-from threadline.telemetry import housekeeping, repository, tail
+from threadline.telemetry import housekeeping, partitions, repository, tail
+from threadline.telemetry.partitions import PartitionedRetention
 from threadline.telemetry.tables import log_records
+
+
+@pytest.fixture
+def log_store() -> str:
+    """One append path (conftest): reads and retention do not depend on how the records were appended."""
+    return "process"
 
 
 async def send(intake: httpx.AsyncClient, tenant: Tenant, records: list[dict[str, Any]]) -> None:
@@ -251,12 +258,12 @@ class TestRetention:
         assert patched.status_code == 200, patched.text
 
         # Two days on: past the tenant's 1 day, within the other's default 30.
-        report = await housekeeping.run_once(services.db, now=datetime.now(UTC) + timedelta(days=2))
+        report = await housekeeping.run_once(services.retention, now=datetime.now(UTC) + timedelta(days=2))
         assert report.deleted[tenant.org_id] == 2 and other_tenant.org_id not in report.deleted
         assert await listed(client, tenant) == []
         assert [r["message"] for r in await listed(client, other_tenant)] == ["c"]
 
-        report = await housekeeping.run_once(services.db, now=datetime.now(UTC) + timedelta(days=31))
+        report = await housekeeping.run_once(services.retention, now=datetime.now(UTC) + timedelta(days=31))
         assert report.deleted[other_tenant.org_id] == 1 and tenant.org_id not in report.deleted
         ours = log_records.c.organization_id.in_([tenant.org_id, other_tenant.org_id])
         async with services.db.transaction(write=False) as conn:
@@ -269,15 +276,16 @@ class TestRetention:
         partitions with it."""
         async with private_postgres() as db:
             now = datetime(2030, 3, 10, 12, tzinfo=UTC)
-            report = await housekeeping.run_once(db, now=now)
-            expected = [housekeeping.partition_name((now + timedelta(days=d)).date()) for d in range(4)]
+            retention = PartitionedRetention(db)
+            report = await housekeeping.run_once(retention, now=now)
+            expected = [partitions.partition_name((now + timedelta(days=d)).date()) for d in range(4)]
             assert report.created_partitions == expected
             async with db.transaction() as conn:
                 await create_organization(conn, "retained")  # default retention: 30 days
-            report = await housekeeping.run_once(db, now=now + timedelta(days=33))
+            report = await housekeeping.run_once(retention, now=now + timedelta(days=33))
             assert report.dropped_partitions == expected[:3]  # the fourth day is still within 30 days
             async with db.transaction(write=False) as conn:
-                remaining = await housekeeping.partitions(conn)
+                remaining = await partitions.existing(conn)
             assert expected[3] in remaining and not set(expected[:3]) & remaining
 
 
@@ -363,7 +371,7 @@ async def test_housekeeping_stops_when_cancelled_even_if_the_driver_turns_it_int
     (it once swallowed the cancellation and slept an hour, holding up the server's shutdown)."""
     started = asyncio.Event()
 
-    async def run_once(_db: object) -> None:
+    async def run_once(_retention: object) -> None:
         started.set()
         try:
             await asyncio.sleep(3600)
@@ -371,7 +379,7 @@ async def test_housekeeping_stops_when_cancelled_even_if_the_driver_turns_it_int
             raise RuntimeError("connection was closed in the middle of operation") from None
 
     monkeypatch.setattr(housekeeping, "run_once", run_once)
-    job = asyncio.create_task(housekeeping.run_periodically(services.db))
+    job = asyncio.create_task(housekeeping.run_periodically(services.retention))
     await started.wait()
     job.cancel()
     done, _ = await asyncio.wait({job}, timeout=2)

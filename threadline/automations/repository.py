@@ -9,12 +9,12 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from threadline.automations.tables import automation_firings, automations
 from threadline.kit.db import Conn
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
+from threadline.kit.statements import InsertOrIgnore
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,13 +158,13 @@ async def log_triggered(conn: Conn) -> list[Automation]:
     return [_from_row(row) for row in (await conn.execute(query)).mappings()]
 
 
-def owe_firings(connection: Connection, firings: Sequence[Mapping[str, Any]]) -> None:
+def owe_firings(
+    connection: Connection, firings: Sequence[Mapping[str, Any]], insert_or_ignore: InsertOrIgnore
+) -> None:
     """Records firings owed (``automation_id``, ``organization_id``, ``record``, ``matched_at``) in the
     caller's transaction, the log writer's: a plain connection, since it runs on the writer's thread. An
-    automation already owed one keeps it."""
-    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(automation_firings).on_conflict_do_nothing(index_elements=["automation_id"])
-    connection.execute(statement, list(firings))
+    automation already owed one keeps it (``insert_or_ignore``: the database's, from the composition root)."""
+    connection.execute(insert_or_ignore(automation_firings, ["automation_id"]), list(firings))
 
 
 async def take_firing(conn: Conn, automation_id: str) -> dict[str, Any] | None:

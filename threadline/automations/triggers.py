@@ -37,6 +37,7 @@ from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.kit.errors import ApiError
 from threadline.kit.signals import RESET, SignalBus
+from threadline.kit.statements import InsertOrIgnore
 from threadline.kit.waiting import wait_event
 from threadline.telemetry.decoding import Row
 from threadline.telemetry.schemas import levels_at_or_above
@@ -84,8 +85,11 @@ class _Rule:
 
 
 class LogTriggers:
-    def __init__(self, db: Database, signals: SignalBus, prices: Prices, clock: Clock) -> None:
+    def __init__(
+        self, db: Database, signals: SignalBus, prices: Prices, clock: Clock, insert_or_ignore: InsertOrIgnore
+    ) -> None:
         self._db = db
+        self._insert_or_ignore = insert_or_ignore
         self._signals = signals
         self._prices = prices
         self._clock = clock
@@ -179,12 +183,12 @@ class LogTriggers:
             )
         try:
             with connection.begin_nested():
-                repository.owe_firings(connection, list(owed.values()))
+                repository.owe_firings(connection, list(owed.values()), self._insert_or_ignore)
         except sa.exc.IntegrityError:  # an automation deleted since the match: owed one by one
             for firing in owed.values():
                 try:
                     with connection.begin_nested():
-                        repository.owe_firings(connection, [firing])
+                        repository.owe_firings(connection, [firing], self._insert_or_ignore)
                 except sa.exc.IntegrityError:
                     log.info("automation %s was deleted: its firing is dropped", firing["automation_id"])
 

@@ -22,7 +22,8 @@ most ``FANOUT - 1`` segments of each class remain, so a lexeme is read from a fe
 
 Every step is one transaction and idempotent: processes that run it at once serialise on the watermark
 row (sealing) or skip (merging), and a crash loses only the step in flight. ``serve`` runs it every
-``INTERVAL_SECONDS`` on PostgreSQL; the benchmark runs ``seal`` once after loading its corpus."""
+``INTERVAL_SECONDS`` (``PostingsSealer``, which the composition root opens on PostgreSQL only: SQLite's
+FTS5 counts from its own index); the benchmark runs ``seal`` once after loading its corpus."""
 
 from __future__ import annotations
 
@@ -140,11 +141,8 @@ async def sealed_seq(conn: Conn) -> int:
 
 
 async def seal(db: Database, batch: int = BATCH, wait: float = FRONTIER_WAIT_SECONDS) -> Report:
-    """Seal every message up to the frontier, ``batch`` at a time, merging as segments accumulate.
-    Nothing to do on SQLite."""
+    """Seal every message up to the frontier, ``batch`` at a time, merging as segments accumulate."""
     report = Report()
-    if db.dialect_name != "postgresql":
-        return report
     target = await frontier(db, wait)
     if target is None:
         log.info("search postings: a transaction is still open; sealing waits for the next round")
@@ -215,13 +213,21 @@ async def merge(db: Database) -> int:
         merges += 1
 
 
-async def run_periodically(db: Database, interval: float = INTERVAL_SECONDS) -> None:
-    """Until cancelled; started by ``serve``. SQLite needs none: FTS5 counts from its own index."""
-    if db.dialect_name == "postgresql":
-        await every(interval, lambda: _seal_and_tell(db), "sealing search postings")
+class PostingsSealer:
+    """The sealing of one PostgreSQL database's postings, as a chore."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def run_once(self) -> Report:
+        report = await seal(self.db)
+        if report.messages >= BATCH:
+            log.info(
+                "search postings: sealed %d messages through seq %d", report.messages, report.sealed_through
+            )
+        return report
 
 
-async def _seal_and_tell(db: Database) -> None:
-    report = await seal(db)
-    if report.messages >= BATCH:
-        log.info("search postings: sealed %d messages through seq %d", report.messages, report.sealed_through)
+async def run_periodically(sealer: PostingsSealer, interval: float = INTERVAL_SECONDS) -> None:
+    """Until cancelled; started by ``serve``."""
+    await every(interval, sealer.run_once, "sealing search postings")

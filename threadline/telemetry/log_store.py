@@ -8,17 +8,18 @@ the server's share is handing the rows over (``marshal``: ~0.1 ms per 1,000 rows
 the lock, for the answer.
 
 The server stays the one that orders writes: a group is handed over only while the server holds its turn
-to write (``Database.write_session``, which every writer of the server takes), so the store never
-competes with the server's own writers for SQLite's write lock. It commits before it answers; an answer
+to write (``Database.write_turn``, the queue every write transaction of the server waits in), so the store
+never competes with the server's own writers for SQLite's write lock. It commits before it answers; an answer
 never comes for what was not committed. The store exits when its input closes: at the server's
 shutdown, after the last group, or when the server dies (what it was committing then was never
 acknowledged).
 
-This module imports nothing heavy (the store starts in ~0.1 s): the server's side of the schema check is
-in ``telemetry.writer``.
+The store is used when ``THREADLINE_LOG_STORE=process`` (the default; ``telemetry.append_sqlite``). This
+module imports nothing heavy (the store starts in ~0.1 s): the server's side of the schema check is in
+``telemetry.append_sqlite``.
 
-    server (GroupCommit's thread)  ── frame: marshal([[14 values], ...]) ──▶  store: BEGIN IMMEDIATE,
-                                   ◀── frame: marshal(None | (error class, message)) ──  append, COMMIT
+    server (its event loop, in     ── frame: marshal([[14 values], ...]) ──▶  store: BEGIN IMMEDIATE,
+    its turn to write)             ◀── frame: marshal(None | (error class, message)) ──  append, COMMIT
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import signal
 import sqlite3
 import struct
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -128,8 +129,10 @@ class StoreProcess:
     ended, stopped by ``close``. Used from the event loop only, one ``commit`` at a time (the group
     commit's turn to write)."""
 
-    def __init__(self, database: Path) -> None:
+    def __init__(self, database: Path, failure: Callable[[AppendError], Exception] | None = None) -> None:
+        """``failure``: what to raise for a refused append instead of the ``AppendError`` itself."""
         self._database = database
+        self._failure = failure
         self._running: _Running | None = None
         self._closed = False
 
@@ -140,9 +143,10 @@ class StoreProcess:
         return None if running is None or running.process.returncode is not None else running.process.pid
 
     async def commit(self, rows: list[list[Any]]) -> None:
-        """Returns once the store has committed ``rows``. Raises ``AppendError`` for what SQLite refused
-        (the store rolled back), and ``OSError`` if the store is gone: whether it committed the rows first
-        cannot be known then, so they were never acknowledged; the next call starts a new store."""
+        """Returns once the store has committed ``rows``. Raises ``AppendError`` (or what ``failure`` made
+        of it) for what SQLite refused (the store rolled back), and ``OSError`` if the store is gone:
+        whether it committed the rows first cannot be known then, so they were never acknowledged; the
+        next call starts a new store."""
         if self._closed:
             raise OSError("the log store is closed")
         running = self._running
@@ -163,8 +167,10 @@ class StoreProcess:
         failure = marshal.loads(answer)  # noqa: S302 - from our own child, over its private pipe
         if failure is not None:
             kind, statement, message = failure
-            error_class = getattr(sqlite3, kind, sqlite3.DatabaseError)
-            raise AppendError(statement, error_class(message))
+            refused = AppendError(statement, getattr(sqlite3, kind, sqlite3.DatabaseError)(message))
+            if self._failure is None:
+                raise refused
+            raise self._failure(refused) from refused
 
     async def close(self) -> None:
         """After the last commit: the store sees its input end, finishes and exits."""

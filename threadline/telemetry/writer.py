@@ -9,32 +9,26 @@ they follow commit order across processes), every commit announces the organizat
 wakes the live tails (``telemetry.tail``), and the records a ``RecordWatch`` picked out (log-triggered
 automations) are persisted with them and handed back to it with their ids.
 
-On SQLite a group is appended by a process of its own (``telemetry.log_store``), on another core than the
-server's event loop; a group with records a watch picked out is appended here instead, in the same
-transaction as what the watch persists. Either way it happens in the server's turn to write.
+How the records are appended is the backend's (a ``LogAppender``, chosen by the composition root):
+PostgreSQL's in the server (``append_postgres``); SQLite's in the server or, by default, by a process of
+its own on another core than the server's event loop (``append_sqlite``, ``telemetry.log_store``). Groups
+with records a watch picked out are always appended in the server, in the same transaction as what the
+watch persists. Either way it happens in the server's turn to write.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Protocol
 
-import sqlalchemy as sa
-from pydantic_core import to_json
 from sqlalchemy.engine import Connection
 
-from threadline.kit.clock import isoformat
-from threadline.kit.db import Database, GroupCommit, stored_isoformat
+from threadline.kit.db import Database, GroupCommit
 from threadline.kit.signals import SignalBus
-from threadline.telemetry import log_store
 from threadline.telemetry.decoding import Row
-from threadline.telemetry.log_store import ID_SLOT, TIMESTAMP_SLOT, AppendError, StoreProcess, sqlite_time
-from threadline.telemetry.tables import log_records, log_sequence
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +58,40 @@ class RecordWatch(Protocol):
         ...
 
 
+class LogStore(Protocol):
+    """Something that commits groups apart from the server (SQLite's store process), raising what it
+    refuses as SQLAlchemy would."""
+
+    async def commit(self, rows: list[Any]) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class LogAppender(Protocol):
+    """One backend's way of appending records: prepared per request outside the write lock, appended per
+    group in the server's write transaction, or by ``store`` (if any) for groups no watch picked from."""
+
+    @property
+    def store(self) -> LogStore | None: ...
+
+    def prepare(self, rows: list[Row]) -> list[Any]:
+        """One request's rows in the form ``append`` takes."""
+        ...
+
+    def append(self, connection: Connection, rows: list[Any]) -> None:
+        """Give ``rows`` ids after the last committed one (locking the sequence row), then
+        ``received_at`` and, to a record sent without a time, its ``timestamp``; insert them. Inside the
+        caller's write transaction."""
+        ...
+
+    def committed(self, row: Row, prepared: Any) -> dict[str, Any]:
+        """The record ``row`` as committed (``prepared``: the same row after ``append``), for a watch."""
+        ...
+
+
 @dataclass(slots=True)
 class _Batch:
-    """One request's records, already in the form the insert takes (see ``append``)."""
+    """One request's records, already in the form the insert takes (``LogAppender.prepare``)."""
 
     rows: list[Any]
     organization_id: str
@@ -78,25 +103,27 @@ _Hits = list[tuple[Any, dict[str, Any]]]
 
 
 class LogWriter:
-    def __init__(self, db: Database, signals: SignalBus, watch: RecordWatch | None = None) -> None:
+    def __init__(
+        self, db: Database, signals: SignalBus, appender: LogAppender, watch: RecordWatch | None = None
+    ) -> None:
         self._signals = signals
         self._watch = watch
         self._announcing: set[asyncio.Task[None]] = set()
-        self._sqlite = db.dialect_name == "sqlite"
+        self._prepare = appender.prepare
+        self._append = appender.append
+        self._committed_record = appender.committed
         group: dict[str, Any] = {
             "committed": self._committed,
             "weigh": lambda batch: len(batch.rows),
             "max_weight": _MAX_GROUP_ROWS,
         }
-        # Appended in this process, in the group's transaction: PostgreSQL's groups, and on SQLite the
-        # requests with records a watch picked out (persisted in the same transaction as the records).
+        # Appended in this process, in the group's transaction: every group without a store, and with one
+        # the requests with records a watch picked out (persisted in the same transaction as the records).
         self._commits: GroupCommit[_Batch, _Hits] = GroupCommit(db, self._write, name="logs", **group)
-        # Every other SQLite request: appended by the store process.
-        path = db.sqlite_path
-        self._store: StoreProcess | None = None
+        # Every other request, where there is a store: appended by it.
+        self._store = appender.store
         self._handed_off: GroupCommit[_Batch, _Hits] | None = None
-        if path is not None and path.name not in ("", ":memory:"):
-            self._store = StoreProcess(path)
+        if self._store is not None:
             group["max_weight"] = _MAX_STORE_GROUP_ROWS
             self._handed_off = GroupCommit(db, write_async=self._hand_off, name="logs-store", **group)
 
@@ -108,7 +135,7 @@ class LogWriter:
             nothing.set_result(None)
             return nothing
         # Prepared here, outside the write lock: only ids, the insert and the commit are serialized.
-        prepared: list[Any] = _sqlite_parameters(rows) if self._sqlite else rows
+        prepared = self._prepare(rows)
         watched = []
         if self._watch is not None:
             watched = [(tag, rows[index], prepared[index]) for tag, index in self._watch.match(rows)]
@@ -116,18 +143,19 @@ class LogWriter:
         return committer.enqueue(_Batch(prepared, organization_id, watched))
 
     def _write(self, connection: Connection, group: Sequence[_Batch]) -> _Hits:
-        append(connection, [row for batch in group for row in batch.rows])
-        hits = [(tag, _record(row, prepared)) for batch in group for tag, row, prepared in batch.watched]
+        self._append(connection, [row for batch in group for row in batch.rows])
+        hits = [
+            (tag, self._committed_record(row, prepared))
+            for batch in group
+            for tag, row, prepared in batch.watched
+        ]
         if hits and self._watch is not None:
             self._watch.persist(connection, hits)
         return hits
 
     async def _hand_off(self, group: Sequence[_Batch]) -> _Hits:
         assert self._store is not None
-        try:
-            await self._store.commit([row for batch in group for row in batch.rows])
-        except AppendError as exc:
-            raise _as_sqlalchemy(exc) from exc
+        await self._store.commit([row for batch in group for row in batch.rows])
         return []
 
     def _committed(self, group: Sequence[_Batch], hits: _Hits) -> None:
@@ -155,85 +183,9 @@ class LogWriter:
             await self._store.close()
 
 
-def append(connection: Connection, rows: list[Any]) -> None:
-    """Give ``rows`` ids after the last committed one (locking the sequence row) and insert them. Runs
-    inside the caller's write transaction (``Database.write_session``). ``rows``: on SQLite, parameter lists
-    from ``_sqlite_parameters``; on PostgreSQL, row dicts."""
-    if connection.dialect.name == "sqlite":
-        cursor = connection.connection.cursor()  # the driver's own cursor
-        try:
-            log_store.append(cursor, rows)  # type: ignore[arg-type]
-        except AppendError as exc:
-            raise _as_sqlalchemy(exc) from exc
-        finally:
-            cursor.close()
-        return
-    query = sa.select(log_sequence.c.last_id).where(log_sequence.c.id == 1).with_for_update()
-    ids, received_at = log_store.next_ids(connection.execute(query).scalar_one_or_none(), len(rows))
-    for row, row_id in zip(rows, ids, strict=True):
-        row["id"] = row_id
-        row["received_at"] = received_at
-        if row["timestamp"] is None:  # no time of its own: when it was received
-            row["timestamp"] = received_at
-    connection.execute(log_records.insert(), rows)
-    connection.execute(log_sequence.update().where(log_sequence.c.id == 1).values(last_id=ids[-1]))
-
-
-def _as_sqlalchemy(exc: AppendError) -> sa.exc.StatementError:
-    """As SQLAlchemy raises a driver's error (IntegrityError, DataError, OperationalError, ...), so the
-    group commit and the intake treat a failed append the same whichever process ran it."""
-    return sa.exc.DBAPIError.instance(exc.statement, None, exc.error, sqlite3.Error)
-
-
-# The parameter lists are written out column by column in ``_sqlite_parameters`` and inserted by a
-# statement of ``log_store``'s (which imports no SQLAlchemy); this keeps both in step with the table.
-_COLUMNS = tuple(column.name for column in log_records.c)
-if _COLUMNS != log_store.COLUMNS:  # pragma: no cover - a schema change must update both
-    raise RuntimeError(f"log_records columns changed: {_COLUMNS}; update log_store.COLUMNS")
-
-
-def _sqlite_parameters(rows: list[Row]) -> list[list[Any]]:
-    """Each row as the driver's parameter list; the id and ``received_at`` slots are filled at commit, and
-    the ``timestamp`` slot of a record sent without a time (``append`` gives it its ``received_at``)."""
-    formatted: dict[datetime, str] = {}  # records sent with a time often share it
-    prepared = []
-    for row in rows:
-        moment = row["timestamp"]
-        text = None
-        if moment is not None:
-            text = formatted.get(moment)
-            if text is None:
-                text = formatted[moment] = sqlite_time(moment)
-        attributes, properties = row["attributes"], row["properties"]
-        prepared.append(
-            [
-                row["organization_id"],
-                None,  # id
-                None,  # received_at
-                row["project_id"],
-                row["kind"],
-                row["level"],
-                row["message"],
-                text,
-                # pydantic-core's encoder: several times faster than json.dumps; any JSON reads back the same.
-                None if attributes is None else to_json(attributes).decode(),
-                row["trace_id"],
-                row["span_id"],
-                row["name"],
-                None if properties is None else to_json(properties).decode(),
-                row["distinct_id"],
-            ]
-        )
-    return prepared
-
-
-def _record(row: Row, prepared: Any) -> dict[str, Any]:
-    """A committed log record, with the fields of ``GET /logs`` a reader of it needs (the id, and the
-    timestamp of a record sent without one, are where ``append`` put them)."""
-    if isinstance(prepared, list):  # SQLite's parameters
-        committed_id, timestamp = prepared[ID_SLOT], stored_isoformat(prepared[TIMESTAMP_SLOT])
-    else:
-        committed_id, timestamp = prepared["id"], isoformat(prepared["timestamp"])
+def committed_record(row: Row, committed_id: str, timestamp: str) -> dict[str, Any]:
+    """A committed log record, with the fields of ``GET /logs`` a reader of it needs (``committed_id``,
+    and ``timestamp`` for a record sent without one, as the append gave them)."""
     return {
         "id": committed_id,
         "projectId": row["project_id"],
