@@ -17,7 +17,9 @@ from sqlalchemy.engine import Connection
 
 from tests.support import Tenant
 from threadline.kit.clock import isoformat
-from threadline.kit.db import GroupCommit, PlainQuery, stored_isoformat, stored_json
+from threadline.kit.db import stored_isoformat, stored_json
+from threadline.kit.group_commit import GroupCommit
+from threadline.kit.plain_query import PlainQuery
 from threadline.runtime import Services
 from threadline.threads.repository import Thread, insert_threads
 from threadline.threads.service import create_thread_committed

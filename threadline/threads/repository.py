@@ -10,8 +10,9 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from threadline.kit.db import Conn, Database, PlainQuery, UtcDateTime
+from threadline.kit.db import Conn, Database, UtcDateTime
 from threadline.kit.pagination import CursorParams, cut_page, fetch_cursor_page
+from threadline.kit.plain_query import PlainQuery
 from threadline.threads.tables import threads
 
 
