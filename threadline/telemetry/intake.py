@@ -38,7 +38,8 @@ from threadline.kit.errors import (
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.runtime import BACKEND_ERRORS, Runtime, Services
 from threadline.telemetry.cors import CorsMiddleware, check_origin
-from threadline.telemetry.decoding import MAX_BODY_BYTES, Source, decode, is_protobuf
+from threadline.telemetry.decoding import decode, is_protobuf
+from threadline.telemetry.records import MAX_BODY_BYTES, Source
 from threadline.telemetry.schemas import Accepted, EventIn, Kind, LogRecordIn
 
 router = APIRouter(prefix="/v1", tags=["intake"])
