@@ -1,4 +1,4 @@
-"""kit.db: the group commit (``GroupCommit``) and the driver-level reads (``PlainQuery`` and the readers of
+"""kit.group_commit (``GroupCommit``) and the driver-level reads (``PlainQuery`` and the readers of
 stored values), on both shapes. The group commit is exercised with the threads table it serves."""
 
 from __future__ import annotations
