@@ -11,6 +11,9 @@ record's index) and a batch is never half-stored. Formats, by ``Content-Type``:
 ``Content-Encoding: gzip`` is inflated incrementally and stopped at the decompressed limit, so a small
 "gzip bomb" costs at most the limit in memory; at most 16 concatenated members are read, which bounds the
 time too.
+
+OTLP bodies are read in ``telemetry.otlp``; the row, the size limits and the refusals every format shares
+are in ``telemetry.records``.
 """
 
 from __future__ import annotations
