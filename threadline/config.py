@@ -83,10 +83,10 @@ class Settings(BaseSettings):
 
     @cached_property
     def resolved_database_url(self) -> str:
-        """The SQLAlchemy async URL; the embedded default is a SQLite file inside ``data_dir``."""
+        """The database's SQLAlchemy URL; the embedded default is a SQLite file inside ``data_dir``."""
         if self.database_url is not None:
             return normalize_database_url(self.database_url.get_secret_value())
-        return f"sqlite+aiosqlite:///{(self.data_dir / 'threadline.db').resolve()}"
+        return f"sqlite:///{(self.data_dir / 'threadline.db').resolve()}"
 
     @property
     def executes_runs_in_server(self) -> bool:
@@ -100,11 +100,13 @@ class Settings(BaseSettings):
 
 
 def normalize_database_url(url: str) -> str:
-    """Accept the URLs operators already have (``postgresql://``, ``sqlite:///``); pick async drivers."""
+    """Accept the URLs operators already have (``postgresql://``, ``sqlite:///``): PostgreSQL goes through
+    asyncpg; SQLite through the standard library (``kit.db``), so ``sqlite+aiosqlite://``, which this once
+    produced, means plain ``sqlite://``."""
     for plain, driver in (
         ("postgresql://", "postgresql+asyncpg://"),
         ("postgres://", "postgresql+asyncpg://"),
-        ("sqlite://", "sqlite+aiosqlite://"),
+        ("sqlite+aiosqlite://", "sqlite://"),
     ):
         if url.startswith(plain):
             return driver + url[len(plain) :]

@@ -12,8 +12,8 @@ from threadline.config import Settings
 from threadline.kit.errors import ApiError
 from threadline.runtime import Services
 from threadline.telemetry.cors import CorsMiddleware
-from threadline.telemetry.decoding import MAX_BODY_BYTES
 from threadline.telemetry.intake import ROUTES, IngestEndpoints, render_intake_error, router
+from threadline.telemetry.records import MAX_BODY_BYTES
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:

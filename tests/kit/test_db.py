@@ -1,4 +1,4 @@
-"""kit.db: the group commit (``GroupCommit``) and the driver-level reads (``PlainQuery`` and the readers of
+"""kit.group_commit (``GroupCommit``) and the driver-level reads (``PlainQuery`` and the readers of
 stored values), on both shapes. The group commit is exercised with the threads table it serves."""
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from sqlalchemy.engine import Connection
 
 from tests.support import Tenant
 from threadline.kit.clock import isoformat
-from threadline.kit.db import GroupCommit, PlainQuery, stored_isoformat, stored_json
+from threadline.kit.db import stored_isoformat, stored_json
+from threadline.kit.group_commit import GroupCommit
+from threadline.kit.plain_query import PlainQuery
 from threadline.runtime import Services
 from threadline.threads.repository import Thread, insert_threads
 from threadline.threads.service import create_thread_committed

@@ -72,7 +72,7 @@ class TestCreate:
     async def test_concurrent_creates_are_each_committed_once_and_a_bad_one_fails_alone(
         self, client: httpx.AsyncClient, tenant: Tenant, services: Services
     ) -> None:
-        """Concurrent creates are group-committed (kit.db.GroupCommit): each answer is a committed row."""
+        """Concurrent creates are group-committed (kit.group_commit): each answer is a committed row."""
         bodies: list[dict[str, object]] = [{"title": f"t{i}", "metadata": {"n": str(i)}} for i in range(30)]
         bodies.insert(15, {"title": 5})
         responses = await asyncio.gather(

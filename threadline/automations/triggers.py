@@ -39,7 +39,7 @@ from threadline.kit.errors import ApiError
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.statements import InsertOrIgnore
 from threadline.kit.waiting import wait_event
-from threadline.telemetry.decoding import Row
+from threadline.telemetry.records import Row
 from threadline.telemetry.schemas import levels_at_or_above
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ run = client.runs.create(thread_id, input="Why did the deploy fail?")
 for event in client.runs.stream(run["id"]): ...   # until run_completed; resumes after a dropped connection
 """
 
-from threadline.client._client import Page, Threadline
+from threadline.client._client import Threadline
 from threadline.client._errors import (
     APIConnectionError,
     APIStatusError,
@@ -22,6 +22,7 @@ from threadline.client._errors import (
     RateLimitError,
     ThreadlineError,
 )
+from threadline.client._resource import Page
 
 __all__ = [
     "APIConnectionError",

@@ -9,8 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from threadline.kit.clock import isoformat
-from threadline.telemetry.decoding import Row
 from threadline.telemetry.log_store import next_ids
+from threadline.telemetry.records import Row
 from threadline.telemetry.tables import log_records, log_sequence
 from threadline.telemetry.writer import committed_record
 

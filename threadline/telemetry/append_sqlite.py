@@ -19,8 +19,8 @@ from sqlalchemy.engine import Connection
 
 from threadline.kit.db import stored_isoformat
 from threadline.telemetry import log_store
-from threadline.telemetry.decoding import Row
 from threadline.telemetry.log_store import ID_SLOT, TIMESTAMP_SLOT, AppendError, StoreProcess, sqlite_time
+from threadline.telemetry.records import Row
 from threadline.telemetry.tables import log_records
 from threadline.telemetry.writer import committed_record
 

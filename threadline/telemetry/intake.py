@@ -36,7 +36,8 @@ from threadline.kit.fastpath import never_routed
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.services import BACKEND_ERRORS, ServicesOf
 from threadline.telemetry.cors import check_origin
-from threadline.telemetry.decoding import Source, decode, is_protobuf
+from threadline.telemetry.decoding import decode, is_protobuf
+from threadline.telemetry.records import Source
 from threadline.telemetry.schemas import Accepted, EventIn, Kind, LogRecordIn
 from threadline.telemetry.writer import LogWriter
 

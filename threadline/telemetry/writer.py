@@ -26,9 +26,10 @@ from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection
 
-from threadline.kit.db import Database, GroupCommit
+from threadline.kit.db import Database
+from threadline.kit.group_commit import GroupCommit
 from threadline.kit.signals import SignalBus
-from threadline.telemetry.decoding import Row
+from threadline.telemetry.records import Row
 
 log = logging.getLogger(__name__)
 

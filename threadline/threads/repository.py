@@ -10,8 +10,9 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from threadline.kit.db import Conn, Database, PlainQuery, UtcDateTime
+from threadline.kit.db import Conn, Database, UtcDateTime
 from threadline.kit.pagination import CursorParams, cut_page, fetch_cursor_page
+from threadline.kit.plain_query import PlainQuery
 from threadline.threads.tables import threads
 
 
@@ -44,7 +45,7 @@ def from_row(row: sa.RowMapping) -> Thread:
 
 
 class StoredThread(NamedTuple):
-    """A thread as the driver returns it (``kit.db.PlainQuery``), in ``ThreadOut``'s field order: times
+    """A thread as the driver returns it (``kit.plain_query``), in ``ThreadOut``'s field order: times
     and metadata still in stored form (see ``kit.db.stored_isoformat``, ``stored_json``)."""
 
     id: str
@@ -150,7 +151,7 @@ async def newest_page(
 
 
 def insert_threads(connection: Connection, new: Sequence[Thread]) -> None:
-    """Insert ``new`` in one statement (a group commit's write, ``kit.db.GroupCommit``): each row is written
+    """Insert ``new`` in one statement (a group commit's write, ``kit.group_commit``): each row is written
     for the organization its ``Thread`` was made for, which the service took from the caller's key."""
     connection.execute(threads.insert(), [_new_row(thread, thread.organization_id) for thread in new])
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from threadline.kit.clock import utcnow
-from threadline.kit.db import Conn, Database, GroupCommit
+from threadline.kit.db import Conn, Database
 from threadline.kit.errors import BadRequest, NotFound
+from threadline.kit.group_commit import GroupCommit
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams
 from threadline.threads.repository import (

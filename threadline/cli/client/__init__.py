@@ -1,0 +1,18 @@
+"""Client commands: the API, through the SDK, with THREADLINE_API_KEY and THREADLINE_BASE_URL."""
+
+from __future__ import annotations
+
+import typer
+
+from threadline.cli.client import automations, keys, logs, runs, threads
+from threadline.cli.client.billing import register_billing
+
+__all__ = ["register", "register_billing"]
+
+
+def register(app: typer.Typer) -> None:
+    keys.register_keys(app)
+    threads.register_threads(app)
+    logs.register_logs(app)
+    runs.register_runs(app)
+    automations.register_automations(app)

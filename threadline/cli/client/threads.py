@@ -1,0 +1,125 @@
+"""``threadline threads`` and ``threadline search``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from threadline.cli.client.common import call, parse_metadata
+from threadline.cli.output import emit_json
+from threadline.client import Threadline
+
+threads = typer.Typer(no_args_is_help=True, help="Threads (through the API).")
+search = typer.Typer(no_args_is_help=True, help="Full-text search (through the API).")
+
+
+def _thread_line(thread: dict[str, Any]) -> str:
+    title = thread["title"] if thread["title"] is not None else "(untitled)"
+    return f"{thread['id']}  {thread['messageCount']:>5} msgs  {thread['updatedAt']}  {title}"
+
+
+def list_threads(
+    metadata: Annotated[
+        list[str] | None, typer.Option("--metadata", help="KEY=VALUE filter, repeatable.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="How many, newest first.", min=1)] = 20,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """The newest threads."""
+    wanted = parse_metadata(metadata or [])
+
+    def work(client: Threadline) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for thread in client.threads.iterate(metadata=wanted):
+            found.append(thread)
+            if len(found) >= limit:
+                break
+        return found
+
+    data = call(work)
+    if json_output:
+        emit_json(data)
+        return
+    for thread in data:
+        typer.echo(_thread_line(thread))
+
+
+def show_thread(
+    thread_id: Annotated[str, typer.Argument(help="Thread id (thr_…).")],
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """A thread and its messages, oldest first."""
+    thread, messages = call(lambda c: (c.threads.get(thread_id), list(c.messages.iterate(thread_id))))
+    if json_output:
+        emit_json({"thread": thread, "messages": messages})
+        return
+    typer.echo(_thread_line(thread))
+    for message in messages:
+        typer.echo(f"\n[{message['role']}] {message['createdAt']}\n{message['content']}")
+
+
+def create_thread(
+    title: Annotated[str | None, typer.Option(help="Title (up to 256 characters).")] = None,
+    metadata: Annotated[list[str] | None, typer.Option("--metadata", help="KEY=VALUE, repeatable.")] = None,
+    message: Annotated[str | None, typer.Option(help="A first user message.")] = None,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Create a thread (optionally with a first user message)."""
+    values = parse_metadata(metadata or [])
+
+    def work(client: Threadline) -> dict[str, Any]:
+        thread = client.threads.create(title=title, metadata=values)
+        if message is not None:
+            client.messages.create(thread["id"], content=message)
+            thread = client.threads.get(thread["id"])
+        return thread
+
+    data = call(work)
+    emit_json(data) if json_output else typer.echo(_thread_line(data))
+
+
+def _print_hits(body: dict[str, Any], describe: Callable[[dict[str, Any]], str]) -> None:
+    pagination = body["pagination"]
+    for hit in body["data"]:
+        typer.echo(f"{describe(hit)}\n    {hit['snippet']}")
+    typer.echo(
+        f"page {pagination['page']} of {pagination['totalPages']} ({pagination['totalResults']} results)",
+        err=True,
+    )
+
+
+def search_threads(
+    q: Annotated[str, typer.Argument(help='Words, "phrases", OR, -exclusions.')],
+    page: Annotated[int, typer.Option(min=1)] = 1,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Threads whose title or metadata match."""
+    body = call(lambda c: c.search.threads(q, page=page))
+    emit_json(body) if json_output else _print_hits(body, _thread_line)
+
+
+def search_messages(
+    q: Annotated[str, typer.Argument(help='Words, "phrases", OR, -exclusions.')],
+    thread_id: Annotated[str | None, typer.Option(help="Only this thread.")] = None,
+    role: Annotated[str | None, typer.Option(help="Only this role.")] = None,
+    page: Annotated[int, typer.Option(min=1)] = 1,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Messages whose content matches."""
+    body = call(lambda c: c.search.messages(q, page=page, thread_id=thread_id, role=role))
+    if json_output:
+        emit_json(body)
+    else:
+        _print_hits(body, lambda hit: f"{hit['id']}  {hit['threadId']}  [{hit['role']}]")
+
+
+def register_threads(app: typer.Typer) -> None:
+    threads.command("list")(list_threads)
+    threads.command("show")(show_thread)
+    threads.command("create")(create_thread)
+    search.command("threads")(search_threads)
+    search.command("messages")(search_messages)
+    app.add_typer(threads, name="threads")
+    app.add_typer(search, name="search")
