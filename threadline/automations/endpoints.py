@@ -8,7 +8,7 @@ from threadline.automations import service
 from threadline.automations.schemas import AutomationCreate, AutomationOut, AutomationUpdate
 from threadline.keys.auth import principal_of
 from threadline.kit.deps import ConnDep, CursorDep, ServicesDep
-from threadline.kit.errors import BadRequest
+from threadline.kit.errors import BadRequest, Reason
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
 from threadline.runs.schemas import RunOut
@@ -76,7 +76,7 @@ async def update_automation(
     changes = {name: getattr(body, name) for name in body.model_fields_set}
     nulls = sorted(name for name, value in changes.items() if value is None)
     if nulls:
-        raise BadRequest(f"{', '.join(nulls)} cannot be null.", reason="VALIDATION_FAILED")
+        raise BadRequest(f"{', '.join(nulls)} cannot be null.", reason=Reason.VALIDATION_FAILED)
     automation = await service.update_automation(
         conn,
         principal_of(request).organization_id,

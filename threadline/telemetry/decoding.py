@@ -32,7 +32,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from pydantic import TypeAdapter, ValidationError
 
-from threadline.kit.errors import ApiError, BadRequest, PayloadTooLarge
+from threadline.kit.errors import ApiError, BadRequest, PayloadTooLarge, Reason
 from threadline.kit.handlers import invalid_json, validation_failed
 from threadline.telemetry.schemas import (
     EVENT,
@@ -118,7 +118,7 @@ def inflate(body: bytes, content_encoding: bytes | None) -> bytes:
     if encoding not in (b"gzip", b"x-gzip"):
         raise UnsupportedMediaType(
             f"Content-Encoding {encoding.decode('latin-1')!r} is not accepted: use gzip or none.",
-            reason="UNSUPPORTED_ENCODING",
+            reason=Reason.UNSUPPORTED_ENCODING,
         )
     out = bytearray()
     data = body
@@ -129,7 +129,7 @@ def inflate(body: bytes, content_encoding: bytes | None) -> bytes:
         members += 1
         if members > MAX_GZIP_MEMBERS:
             raise BadRequest(
-                f"The gzip body has more than {MAX_GZIP_MEMBERS} members.", reason="INVALID_ENCODING"
+                f"The gzip body has more than {MAX_GZIP_MEMBERS} members.", reason=Reason.INVALID_ENCODING
             )
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         try:
@@ -140,9 +140,9 @@ def inflate(body: bytes, content_encoding: bytes | None) -> bytes:
                 data = inflater.unconsumed_tail
             out += inflater.flush()
         except zlib.error as exc:
-            raise BadRequest(f"The body is not valid gzip: {exc}.", reason="INVALID_ENCODING") from exc
+            raise BadRequest(f"The body is not valid gzip: {exc}.", reason=Reason.INVALID_ENCODING) from exc
         if not inflater.eof:
-            raise BadRequest("The gzip body is truncated.", reason="INVALID_ENCODING")
+            raise BadRequest("The gzip body is truncated.", reason=Reason.INVALID_ENCODING)
         data = inflater.unused_data  # a further gzip member (concatenated streams are valid gzip)
     if len(out) > MAX_BODY_BYTES:
         raise PayloadTooLarge(_too_large_decompressed())
@@ -270,7 +270,7 @@ def _parse_otlp_protobuf(body: bytes) -> ExportLogsServiceRequest:
         request.ParseFromString(body)
     except DecodeError as exc:
         raise BadRequest(
-            f"The body is not an OTLP ExportLogsServiceRequest: {exc}.", reason="INVALID_OTLP"
+            f"The body is not an OTLP ExportLogsServiceRequest: {exc}.", reason=Reason.INVALID_OTLP
         ) from exc
     return request
 
@@ -291,7 +291,7 @@ def _parse_otlp_json(document: dict[str, Any]) -> ExportLogsServiceRequest:
         return request
     except (AttributeError, TypeError, ValueError, binascii.Error, json_format.ParseError) as exc:
         raise BadRequest(
-            f"The body is not an OTLP ExportLogsServiceRequest: {exc}.", reason="INVALID_OTLP"
+            f"The body is not an OTLP ExportLogsServiceRequest: {exc}.", reason=Reason.INVALID_OTLP
         ) from exc
 
 
@@ -320,7 +320,7 @@ def _any_value(value: AnyValue) -> Any:
         return base64.b64encode(value.bytes_value).decode()
     if which == "double_value" and not math.isfinite(value.double_value):
         raise BadRequest(
-            "OTLP double values must be finite (no NaN or Infinity).", reason="VALIDATION_FAILED"
+            "OTLP double values must be finite (no NaN or Infinity).", reason=Reason.VALIDATION_FAILED
         )
     return getattr(value, which)
 
@@ -351,7 +351,7 @@ def _otlp_rows(request: ExportLogsServiceRequest, source: Source) -> list[Row]:
                 if len(record.trace_id) not in (0, 16) or len(record.span_id) not in (0, 8):
                     raise BadRequest(
                         f"Record [{len(rows)}]: traceId must be 16 bytes and spanId 8 bytes.",
-                        reason="VALIDATION_FAILED",
+                        reason=Reason.VALIDATION_FAILED,
                     )
                 body_value = _any_value(record.body)
                 message = body_value if isinstance(body_value, str) else _json_text(body_value)
@@ -424,7 +424,7 @@ def _has_nul(value: Any) -> bool:
 def _nul_refused(index: int, field: str) -> BadRequest:
     return BadRequest(
         f"Invalid request: [{index}].{field}: text cannot contain the NUL character (\\u0000).",
-        reason="VALIDATION_FAILED",
+        reason=Reason.VALIDATION_FAILED,
     )
 
 
@@ -448,7 +448,7 @@ def _storable(kind: Kind, rows: list[Row], body: bytes) -> list[Row]:
                 if non_finite and _has_non_finite(row[column]):
                     raise BadRequest(
                         f"Invalid request: [{index}].{field}: numbers must be finite (no NaN or Infinity).",
-                        reason="VALIDATION_FAILED",
+                        reason=Reason.VALIDATION_FAILED,
                     )
     return rows
 
