@@ -1,7 +1,7 @@
 """``GET /v1/threads``, the hottest read, served before FastAPI's routing: all of it in this one module.
 
 FastAPI's routing and endpoint wrapper, solving the page dependency, and building and validating a
-``ThreadOut`` per row were most of this request's CPU (bench/README.md has the figures). So
+``ThreadOut`` per row were most of this request's CPU (``bench/threads.py`` measures it). So
 ``ThreadListEndpoint`` reads the page parameters itself, reads the unfiltered page through the driver
 (``PlainQuery``) and writes the body straight from the stored rows. What it would otherwise take from the
 framework is derived here from the one declaration, when this module is imported: the page parameters are
@@ -75,8 +75,8 @@ _PAGE_QUERY = next(d for d in _ROUTE.dependant.dependencies if d.call is cursor_
 
 async def cursor_params_of(request: Request) -> CursorParams:
     """``cursor_params`` as the declared dependency gives it, without FastAPI's dependency solving (a
-    quarter of this request's CPU): FastAPI's own reading and validation of the same parameters, failing
-    with the same ``RequestValidationError``."""
+    large share of this request's CPU): FastAPI's own reading and validation of the same parameters,
+    failing with the same ``RequestValidationError``."""
     values, problems = request_params_to_args(_PAGE_QUERY, request.query_params)
     if problems:
         raise RequestValidationError(problems)
@@ -171,7 +171,7 @@ _DATA, _NEXT_CURSOR = (field.alias or name for name, field in CursorPage[ThreadO
 
 def page_json(threads: Sequence[StoredThread], next_cursor: str | None) -> bytes:
     """The body of ``CursorPage[ThreadOut]``, written straight from stored rows (a ``ThreadOut`` per row,
-    validated and serialized, measured about a third of the request)."""
+    validated and serialized, was a large share of the request)."""
     return to_json(
         {
             _DATA: [
