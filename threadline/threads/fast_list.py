@@ -18,7 +18,7 @@ from typing import Annotated, Any, NamedTuple
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.dependencies.utils import request_params_to_args
+from fastapi._compat import field_annotation_is_sequence
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic_core import to_json
@@ -68,16 +68,37 @@ assert isinstance(_ROUTE, APIRoute)
 assert _ROUTE.methods
 # The paths and methods ``assembly.assemble`` sends here rather than to FastAPI (HEAD with GET, as routing).
 LIST_ROUTE = {_ROUTE.path: frozenset({*_ROUTE.methods, "HEAD"})}
-# The declared page parameters, as FastAPI reads them for ``cursor_params`` (the same fields, so the same
-# validation and the same errors).
+# The declared page parameters, as FastAPI reads them for ``cursor_params``: each query field with its
+# default and its own validator (FastAPI's, so the same checks and the same errors). Reading them as below is
+# FastAPI's ``request_params_to_args`` for such fields (optional, single-valued, default not validated),
+# without the inspection of each field's annotation it repeats on every request.
 _PAGE_QUERY = next(d for d in _ROUTE.dependant.dependencies if d.call is cursor_params).query_params
+assert all(
+    not field.field_info.is_required()
+    and not field.field_info.validate_default
+    and isinstance(field.default, int | str | None)
+    and not field_annotation_is_sequence(field.field_info.annotation)
+    for field in _PAGE_QUERY
+)
+_PAGE_FIELDS = [(field.name, field.alias, field.default, field.validate) for field in _PAGE_QUERY]
 
 
 async def cursor_params_of(request: Request) -> CursorParams:
     """``cursor_params`` as the declared dependency gives it, without FastAPI's dependency solving (a
-    large share of this request's CPU): FastAPI's own reading and validation of the same parameters,
-    failing with the same ``RequestValidationError``."""
-    values, problems = request_params_to_args(_PAGE_QUERY, request.query_params)
+    large share of this request's CPU), failing with the same ``RequestValidationError``."""
+    query = request.query_params
+    values: dict[str, Any] = {}
+    problems: list[Any] = []
+    for name, alias, default, validate in _PAGE_FIELDS:
+        raw = query.get(alias)
+        if raw is None:
+            values[name] = default
+            continue
+        value, errors = validate(raw, values, loc=("query", alias))
+        if errors:
+            problems.extend(errors)
+        else:
+            values[name] = value
     if problems:
         raise RequestValidationError(problems)
     return await cursor_params(**values)
