@@ -4,16 +4,28 @@ Pydantic (the page parameters, the body, the route, the error bodies) must come 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
 from datetime import UTC, datetime
 
 import httpx
 import pytest
 from fastapi import FastAPI
+from fastapi.dependencies.utils import request_params_to_args
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
+from starlette.requests import Request
 
 from tests.support import Tenant
-from threadline.kit.pagination import CursorPage
-from threadline.threads.fast_list import _STORED_COLUMNS, LIST_ROUTE, StoredThread, page_json
+from threadline.kit.errors import BadRequest
+from threadline.kit.pagination import CursorPage, CursorParams, cursor_params, encode_cursor
+from threadline.threads.fast_list import (
+    _PAGE_QUERY,
+    _STORED_COLUMNS,
+    LIST_ROUTE,
+    StoredThread,
+    cursor_params_of,
+    page_json,
+)
 from threadline.threads.schemas import ThreadOut
 from threadline.threads.tables import threads
 
@@ -56,6 +68,51 @@ async def test_hand_read_page_parameters_page_as_the_dependency_does(
     dependency = (await client.get(f"/v1/projects?{query}", headers=tenant.secret)).json()
     assert len(hand["data"]) == len(dependency["data"])
     assert (hand["nextCursor"] is None) == (dependency["nextCursor"] is None)
+
+
+PAGE_QUERIES = [
+    "",
+    "limit=1",
+    "limit=100",
+    "limit=1&limit=2",
+    "limit=0",
+    "limit=101",
+    "limit=abc",
+    "limit=",
+    "limit=1.5",
+    "limit=0&cursor=" + "a" * 201,
+    "cursor=" + "a" * 201,
+    "cursor=",
+    "cursor=nope",
+    "cursor=" + encode_cursor("thr_01m7yg84h7zr41avmzaw6ksd99"),
+    "limit=7&cursor=" + encode_cursor("thr_01m7yg84h7zr41avmzaw6ksd99") + "&other=1",
+]
+
+
+async def _outcome(read: Awaitable[CursorParams]) -> CursorParams | tuple[str, object]:
+    try:
+        return await read
+    except RequestValidationError as exc:
+        return ("invalid", exc.errors())
+    except BadRequest as error:
+        return ("bad", (error.message, error.reason))
+
+
+@pytest.mark.parametrize("query", PAGE_QUERIES)
+async def test_page_parameters_read_as_fastapi_reads_them(query: str) -> None:
+    """``cursor_params_of`` against FastAPI's own reading of the same declared fields, value for value
+    and error for error."""
+    request = Request(
+        {"type": "http", "method": "GET", "path": "/v1/threads", "query_string": query.encode()}
+    )
+
+    async def by_fastapi() -> CursorParams:
+        values, problems = request_params_to_args(_PAGE_QUERY, request.query_params)
+        if problems:
+            raise RequestValidationError(problems)
+        return await cursor_params(**values)
+
+    assert await _outcome(cursor_params_of(request)) == await _outcome(by_fastapi())
 
 
 def test_declared_page_parameters_are_the_dependencys(app: FastAPI) -> None:

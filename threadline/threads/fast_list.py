@@ -94,9 +94,9 @@ async def cursor_params_of(request: Request) -> CursorParams:
         if raw is None:
             values[name] = default
             continue
-        value, errors = validate(raw, values, loc=("query", alias))
-        if errors:
-            problems.extend(errors)
+        value, failed = validate(raw, values, loc=("query", alias))
+        if failed:
+            problems.extend(failed)
         else:
             values[name] = value
     if problems:
