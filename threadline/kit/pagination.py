@@ -34,8 +34,6 @@ _ID_PATTERN = re.compile(r"^[a-z]{2,5}_[0-9a-z]{26}$")
 
 T = TypeVar("T")
 R = TypeVar("R")
-V = TypeVar("V")
-D = TypeVar("D")
 
 
 class CursorPage(ResponseModel, Generic[T]):
