@@ -21,8 +21,8 @@ from threadline.runtime import Services
 from threadline.search.endpoints import router as search_router
 from threadline.settings.endpoints import router as settings_router
 from threadline.telemetry.endpoints import router as logs_router
-from threadline.threads.endpoints import LIST_ROUTE, ThreadListEndpoint
 from threadline.threads.endpoints import router as threads_router
+from threadline.threads.fast_list import LIST_ROUTE, ThreadListEndpoint
 
 
 def create_app(

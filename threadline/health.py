@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel
 
 from threadline.kit.deps import get_services
-from threadline.kit.errors import ServiceUnavailable
+from threadline.kit.errors import Reason, ServiceUnavailable
 from threadline.kit.openapi import errors
 
 
@@ -39,5 +39,5 @@ async def ready(services: ServicesDep) -> Health:
     try:
         await services.check_ready()
     except Exception as exc:
-        raise ServiceUnavailable("A storage backend is unreachable.", reason="DEPENDENCY_DOWN") from exc
+        raise ServiceUnavailable("A storage backend is unreachable.", reason=Reason.DEPENDENCY_DOWN) from exc
     return Health(status="ready")

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from threadline.telemetry.endpoints import LogReadServices
     from threadline.telemetry.intake import IntakeServices
     from threadline.threads.endpoints import ThreadServices
+    from threadline.threads.fast_list import ListServices
 
 
 @dataclass(slots=True)
@@ -99,11 +100,12 @@ if TYPE_CHECKING:
         SettingsServices,
         LogReadServices,
         ThreadServices,
+        ListServices,
     ]:
         """Never run: mypy checks here that ``Services`` holds what each consumer reads from it (they
         receive it untyped, from the app's ``Runtime``, and name only what they read)."""
         s = services
-        return s, s, s, s, s, s, s, s, s, s
+        return s, s, s, s, s, s, s, s, s, s, s
 
 
 def search_backend(dialect: str) -> SearchBackend:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -14,6 +16,7 @@ from tests.keys.test_auth import assert_error
 from tests.support import Tenant
 from threadline.app import create_app
 from threadline.config import Settings
+from threadline.kit.errors import ApiError, Reason
 from threadline.projects.tables import projects
 from threadline.runtime import Services
 
@@ -177,6 +180,62 @@ class TestUnexpected:
         assert_error(response, 500, "INTERNAL_SERVER_ERROR", operation_id="tests.explode")
         assert "hunter2" not in response.text and "RuntimeError" not in response.text
         assert response.headers["x-ratelimit-remaining"].isdigit()
+
+
+SOURCE = Path(__file__).resolve().parents[2] / "threadline"
+CONTRACT = SOURCE.parent / "openapi.json"
+
+
+def _subclasses(cls: type[ApiError]) -> set[str]:
+    return {cls.__name__}.union(*(_subclasses(sub) for sub in cls.__subclasses__()))
+
+
+class TestReasons:
+    """``reason`` is one enumeration: what is raised, what is on the wire and what the contract lists."""
+
+    def test_each_reason_is_its_name_on_the_wire(self) -> None:
+        assert [reason.value for reason in Reason] == [reason.name for reason in Reason]
+        assert json.dumps({"reason": Reason.RUN_ACTIVE}) == '{"reason": "RUN_ACTIVE"}'
+
+    def test_the_contract_lists_every_reason_on_every_error_response(self) -> None:
+        contract = json.loads(CONTRACT.read_text())
+        schemas = contract["components"]["schemas"]
+        assert schemas["Reason"]["enum"] == [reason.value for reason in Reason]
+        bodies = set()
+        for item in contract["paths"].values():
+            for operation in item.values():
+                for status, response in operation["responses"].items():
+                    if int(status) >= 400:
+                        ref = response["content"]["application/json"]["schema"]["$ref"]
+                        bodies.add(ref.rsplit("/", 1)[-1])
+        assert bodies == {"ErrorBody", "RateLimitedBody"}
+        for body in bodies:
+            assert {"$ref": "#/components/schemas/Reason"} in schemas[body]["properties"]["reason"]["anyOf"]
+
+    def test_every_raise_site_names_a_member(self) -> None:
+        """``mypy`` refuses a bare string where ``ApiError`` takes a ``Reason``; this also catches one
+        written anywhere else, and a reason spelled out as a string outside the enumeration."""
+        errors = _subclasses(ApiError)
+        values = {reason.value for reason in Reason}
+        named = 0
+        for path in SOURCE.rglob("*.py"):
+            tree = ast.parse(path.read_text(), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and node.value in values:
+                    assert path.name == "errors.py" and path.parent.name == "kit", (path, node.lineno)
+                if not isinstance(node, ast.Call):
+                    continue
+                callee = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+                for keyword in node.keywords:
+                    if keyword.arg != "reason" or callee not in errors:
+                        continue
+                    value, where = keyword.value, (path, node.lineno)
+                    assert isinstance(value, ast.Attribute), where
+                    assert isinstance(value.value, ast.Name), where
+                    assert value.value.id == "Reason", where
+                    assert value.attr in Reason.__members__, where
+                    named += 1
+        assert named >= 40  # the raise sites were found at all
 
 
 async def _tenant(app: FastAPI) -> Tenant:

@@ -7,15 +7,12 @@ import math
 import httpx
 import pytest
 import sqlalchemy as sa
-from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support import Tenant
 from threadline.kit.errors import BadRequest
 from threadline.kit.pagination import (
-    CURSOR_PARAMETERS,
     PageParams,
     decode_cursor,
     encode_cursor,
@@ -92,34 +89,3 @@ async def test_numbered_pages_cover_every_row_once(tenant: Tenant, services: Ser
         assert len(seen) == 47 == len(set(seen))
         past_end, total = await fetch_numbered_page(conn, query, PageParams(page=9, limit=10))
         assert list(past_end) == [] and total == 47
-
-
-@pytest.mark.parametrize(
-    "query",
-    [
-        "limit=0",
-        "limit=101",
-        "limit=abc",
-        "limit=",
-        "limit=1&limit=200",
-        "limit=0&cursor=" + "a" * 201,
-        "cursor=" + "a" * 201,
-        "cursor=nope",
-    ],
-)
-async def test_hand_read_page_parameters_fail_as_the_dependency_does(
-    client: httpx.AsyncClient, tenant: Tenant, query: str
-) -> None:
-    """``GET /v1/threads`` reads its page parameters with ``cursor_params_of``; every other list with the
-    ``cursor_params`` dependency. A client must not tell them apart."""
-    headers = {**tenant.secret, "X-Request-Id": "req_samesame"}
-    hand = await client.get(f"/v1/threads?{query}", headers=headers)
-    dependency = await client.get(f"/v1/projects?{query}", headers=headers)
-    assert hand.status_code == dependency.status_code == 400
-    assert {**hand.json(), "operationId": None} == {**dependency.json(), "operationId": None}
-
-
-def test_declared_page_parameters_are_the_dependencys(app: FastAPI) -> None:
-    paths = get_openapi(title="t", version="0", routes=app.routes)["paths"]
-    assert paths["/v1/threads"]["get"]["parameters"][:2] == CURSOR_PARAMETERS
-    assert paths["/v1/projects"]["get"]["parameters"] == CURSOR_PARAMETERS

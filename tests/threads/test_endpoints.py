@@ -118,7 +118,7 @@ class TestList:
     async def test_body_is_the_models_serialization(
         self, client: httpx.AsyncClient, tenant: Tenant, services: Services, params: dict[str, object]
     ) -> None:
-        """The list writes its body directly (threads.schemas.page_json), unfiltered from the driver's
+        """The list writes its body directly (threads.fast_list.page_json), unfiltered from the driver's
         values and filtered from SQLAlchemy's: both must be CursorPage[ThreadOut]'s bytes."""
         for i in range(3):
             await make_thread(

@@ -13,7 +13,7 @@ from threadline.billing.prices import Prices
 from threadline.keys.auth import principal_of
 from threadline.kit.clock import Clock
 from threadline.kit.deps import ConnDep, CursorDep, get_services
-from threadline.kit.errors import BadRequest
+from threadline.kit.errors import BadRequest, Reason
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
 from threadline.kit.signals import SignalBus
@@ -94,7 +94,7 @@ async def update_automation(
     changes = {name: getattr(body, name) for name in body.model_fields_set}
     nulls = sorted(name for name, value in changes.items() if value is None)
     if nulls:
-        raise BadRequest(f"{', '.join(nulls)} cannot be null.", reason="VALIDATION_FAILED")
+        raise BadRequest(f"{', '.join(nulls)} cannot be null.", reason=Reason.VALIDATION_FAILED)
     automation = await service.update_automation(
         conn,
         principal_of(request).organization_id,

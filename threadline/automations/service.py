@@ -23,7 +23,7 @@ from threadline.automations.schedule import next_time
 from threadline.automations.schemas import ActionIn, AutomationCreate, TriggerIn
 from threadline.billing.prices import Prices
 from threadline.kit.db import Conn, after_commit
-from threadline.kit.errors import ApiError, Conflict, NotFound
+from threadline.kit.errors import ApiError, Conflict, NotFound, Reason
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams
 from threadline.kit.signals import SignalBus
@@ -229,7 +229,7 @@ async def _start_run(
         raise Conflict(
             f"The automation's thread {thread_id} no longer exists; set action.threadId to another thread "
             "or to null (a new thread per firing).",
-            reason="THREAD_NOT_FOUND",
+            reason=Reason.THREAD_NOT_FOUND,
         )
     return await create_run(
         conn,

@@ -23,6 +23,7 @@ from threadline.kit.errors import (
     ErrorRenderer,
     Forbidden,
     PayloadTooLarge,
+    Reason,
     ServiceUnavailable,
     TooManyRequests,
     Unauthorized,
@@ -106,7 +107,7 @@ class AccessMiddleware:
             except BACKEND_ERRORS as exc:
                 log.warning("authentication or rate limiting unavailable: %r", exc)
                 raise ServiceUnavailable(
-                    "A storage backend is unreachable; retry shortly.", reason="DEPENDENCY_DOWN"
+                    "A storage backend is unreachable; retry shortly.", reason=Reason.DEPENDENCY_DOWN
                 ) from exc
         except ApiError as error:
             response = self.render_error(scope, error, self.operations.operation_id(scope))
@@ -158,15 +159,17 @@ class AccessMiddleware:
             scheme, _, value = value.partition(b" ")
             if scheme.lower() != b"bearer":
                 await self._limit_anonymously(scope)
-                raise Unauthorized("The Authorization header must be `Bearer <key>`.", reason="INVALID_KEY")
+                raise Unauthorized(
+                    "The Authorization header must be `Bearer <key>`.", reason=Reason.INVALID_KEY
+                )
             value = value.strip()
         principal = await self.runtime.services.authenticator.authenticate(value)
         if principal is None:
             await self._limit_anonymously(scope)
-            raise Unauthorized("The key is not valid.", reason="INVALID_KEY")
+            raise Unauthorized("The key is not valid.", reason=Reason.INVALID_KEY)
         if principal.key.revoked_at is not None:
             await self._limit_anonymously(scope)
-            raise Unauthorized("The key has been revoked.", reason="KEY_REVOKED")
+            raise Unauthorized("The key has been revoked.", reason=Reason.KEY_REVOKED)
         if principal.key.type != self.accepted_type:
             # Charged to the client address, not the organization: public keys are meant to be seen, and
             # sending one to the API must not drain the organization's budget.
@@ -174,11 +177,11 @@ class AccessMiddleware:
             if self.surface == "api":
                 raise Forbidden(
                     "Public keys are for telemetry intake only; use a secret key for the API.",
-                    reason="PUBLIC_KEY_NOT_ALLOWED",
+                    reason=Reason.PUBLIC_KEY_NOT_ALLOWED,
                 )
             raise Forbidden(
                 "Secret keys are never sent to the intake; use the project's public key.",
-                reason="SECRET_KEY_NOT_ALLOWED",
+                reason=Reason.SECRET_KEY_NOT_ALLOWED,
             )
         return principal
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from enum import StrEnum
 from typing import Any, ClassVar
 
 from starlette.exceptions import HTTPException
@@ -25,6 +26,32 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 UNKNOWN_OPERATION = "unknown"
+
+
+# Clients branch on a reason, so the contract lists them all (``kit.openapi.ErrorBody``) and none other is
+# raised (``ApiError`` takes only these; tests/kit/test_errors.py checks the raise sites). The docstring is
+# the contract's description of the list.
+class Reason(StrEnum):
+    """Every machine-readable sub-code an error body's ``reason`` may hold; stable, unlike ``message``."""
+
+    DEPENDENCY_DOWN = "DEPENDENCY_DOWN"
+    INSUFFICIENT_CREDITS = "INSUFFICIENT_CREDITS"
+    INVALID_CURSOR = "INVALID_CURSOR"
+    INVALID_ENCODING = "INVALID_ENCODING"
+    INVALID_JSON = "INVALID_JSON"
+    INVALID_KEY = "INVALID_KEY"
+    INVALID_OTLP = "INVALID_OTLP"
+    INVALID_QUERY = "INVALID_QUERY"
+    KEY_REVOKED = "KEY_REVOKED"
+    ORIGIN_NOT_ALLOWED = "ORIGIN_NOT_ALLOWED"
+    PUBLIC_KEY_NOT_ALLOWED = "PUBLIC_KEY_NOT_ALLOWED"
+    READ_ONLY_FIELD = "READ_ONLY_FIELD"
+    RUN_ACTIVE = "RUN_ACTIVE"
+    RUN_ENDED = "RUN_ENDED"
+    SECRET_KEY_NOT_ALLOWED = "SECRET_KEY_NOT_ALLOWED"  # noqa: S105 - a reason, not a secret
+    THREAD_NOT_FOUND = "THREAD_NOT_FOUND"
+    UNSUPPORTED_ENCODING = "UNSUPPORTED_ENCODING"
+    VALIDATION_FAILED = "VALIDATION_FAILED"
 
 
 class ApiError(HTTPException):
@@ -35,7 +62,7 @@ class ApiError(HTTPException):
         self,
         message: str,
         *,
-        reason: str | None = None,
+        reason: Reason | None = None,
         missing_context: Sequence[str] = (),
         headers: dict[str, str] | None = None,
     ) -> None:

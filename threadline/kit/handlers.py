@@ -18,6 +18,7 @@ from threadline.kit.errors import (
     MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
+    Reason,
     error_response,
 )
 from threadline.kit.routing import OperationIndex
@@ -80,13 +81,13 @@ def validation_failed(
     more = f" (and {len(problems) - _MAX_LISTED} more)" if len(problems) > _MAX_LISTED else ""
     return BadRequest(
         "Invalid request: " + "; ".join(described) + more + ".",
-        reason="VALIDATION_FAILED",
+        reason=Reason.VALIDATION_FAILED,
         missing_context=missing,
     )
 
 
 def invalid_json(detail: str) -> BadRequest:
-    return BadRequest(f"The body is not valid JSON: {detail}.", reason="INVALID_JSON")
+    return BadRequest(f"The body is not valid JSON: {detail}.", reason=Reason.INVALID_JSON)
 
 
 def request_invalid(exc: RequestValidationError) -> BadRequest:

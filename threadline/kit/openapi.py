@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from threadline.kit.errors import Reason
+
 
 class ErrorBody(BaseModel):
     code: str = Field(description="Stable machine-readable code; branch on this, not on message.")
@@ -14,7 +16,7 @@ class ErrorBody(BaseModel):
     missingContext: list[str] = Field(
         description="Required headers, fields or parameters the request lacked."
     )
-    reason: str | None = Field(None, description="Optional machine-readable sub-code.")
+    reason: Reason | None = Field(None, description="Optional machine-readable sub-code.")
     requestId: str | None = Field(None, description="Also in the X-Request-Id header; quote it in reports.")
 
 

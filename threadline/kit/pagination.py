@@ -15,15 +15,13 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Generic, TypeVar
 
 import sqlalchemy as sa
-from fastapi import Query, Request
-from fastapi.exceptions import RequestValidationError
-from pydantic import Field, TypeAdapter, ValidationError
+from fastapi import Query
 
 from threadline.kit.db import Conn
-from threadline.kit.errors import BadRequest
+from threadline.kit.errors import BadRequest, Reason
 from threadline.kit.schemas import ResponseModel
 
 DEFAULT_LIMIT = 20
@@ -36,8 +34,6 @@ _ID_PATTERN = re.compile(r"^[a-z]{2,5}_[0-9a-z]{26}$")
 
 T = TypeVar("T")
 R = TypeVar("R")
-V = TypeVar("V")
-D = TypeVar("D")
 
 
 class CursorPage(ResponseModel, Generic[T]):
@@ -64,7 +60,7 @@ def decode_cursor(cursor: str) -> str:
     if not raw.startswith(_CURSOR_VERSION) or not _ID_PATTERN.match(last_id):
         raise BadRequest(
             "The cursor is malformed; pass back the nextCursor value of a previous page unchanged.",
-            reason="INVALID_CURSOR",
+            reason=Reason.INVALID_CURSOR,
         )
     return last_id
 
@@ -76,68 +72,6 @@ async def cursor_params(
     ] = None,
 ) -> CursorParams:
     return CursorParams(limit=limit, after_id=decode_cursor(cursor) if cursor else None)
-
-
-_LIMIT = TypeAdapter(Annotated[int, Field(ge=1, le=MAX_LIMIT)])
-_CURSOR = TypeAdapter(Annotated[str, Field(max_length=_MAX_CURSOR_CHARS)])
-
-# ``cursor_params``'s two parameters as FastAPI writes them into the contract, for the one operation that
-# reads them with ``cursor_params_of`` (tests/test_contract.py holds the two to the same bytes).
-CURSOR_PARAMETERS = [
-    {
-        "name": "limit",
-        "in": "query",
-        "required": False,
-        "schema": {
-            "type": "integer",
-            "maximum": MAX_LIMIT,
-            "minimum": 1,
-            "description": _LIMIT_DESCRIPTION,
-            "default": DEFAULT_LIMIT,
-            "title": "Limit",
-        },
-        "description": _LIMIT_DESCRIPTION,
-    },
-    {
-        "name": "cursor",
-        "in": "query",
-        "required": False,
-        "schema": {
-            "anyOf": [{"type": "string", "maxLength": _MAX_CURSOR_CHARS}, {"type": "null"}],
-            "description": _CURSOR_DESCRIPTION,
-            "title": "Cursor",
-        },
-        "description": _CURSOR_DESCRIPTION,
-    },
-]
-
-
-def cursor_params_of(request: Request) -> CursorParams:
-    """``cursor_params`` without FastAPI's dependency solving, for ``GET /v1/threads`` (the hottest read):
-    solving that sub-dependency measured about a quarter of the request's CPU. The same checks by the same
-    validators, failing with the same ``RequestValidationError`` (so the same 400), then the same cursor
-    decoding; the route declares ``CURSOR_PARAMETERS`` for the contract."""
-    query = request.query_params
-    problems: list[Any] = []
-    limit = _validated(_LIMIT, "limit", query.get("limit"), DEFAULT_LIMIT, problems)
-    cursor = _validated(_CURSOR, "cursor", query.get("cursor"), None, problems)
-    if problems:
-        raise RequestValidationError(problems)
-    return CursorParams(limit=limit, after_id=decode_cursor(cursor) if cursor else None)
-
-
-def _validated(adapter: TypeAdapter[V], name: str, raw: str | None, default: D, problems: list[Any]) -> V | D:
-    """``raw`` checked as FastAPI checks a query parameter (absent: ``default``); failures go to
-    ``problems`` located as FastAPI locates them."""
-    if raw is None:
-        return default
-    try:
-        return adapter.validate_python(raw)
-    except ValidationError as exc:
-        problems.extend(
-            {**problem, "loc": ("query", name, *problem["loc"])} for problem in exc.errors(include_url=False)
-        )
-        return default
 
 
 async def fetch_cursor_page(

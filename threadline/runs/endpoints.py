@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from threadline.billing.prices import Prices
 from threadline.keys.auth import principal_of
 from threadline.kit.deps import ConnDep, CursorDep, get_services
-from threadline.kit.errors import BadRequest, NotFound
+from threadline.kit.errors import BadRequest, NotFound, Reason
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
 from threadline.kit.signals import SignalBus
@@ -131,7 +131,7 @@ async def stream_run(
     run = await service.get_run(conn, organization_id, runId)
     cursor_run, after = _resume_point(cursor, last_event_id)
     if cursor_run not in (None, run.id):
-        raise BadRequest(f"The cursor belongs to another run than {run.id}.", reason="INVALID_CURSOR")
+        raise BadRequest(f"The cursor belongs to another run than {run.id}.", reason=Reason.INVALID_CURSOR)
     return EventStreamResponse(services.run_feeds.stream(organization_id, run.id, after))
 
 
@@ -158,7 +158,9 @@ async def stream_thread(
     if cursor_run is not None:
         run = await repository.get(conn, organization_id, cursor_run)
         if run is None or run.thread_id != thread.id:
-            raise BadRequest(f"The cursor belongs to no run of thread {thread.id}.", reason="INVALID_CURSOR")
+            raise BadRequest(
+                f"The cursor belongs to no run of thread {thread.id}.", reason=Reason.INVALID_CURSOR
+            )
     elif thread.active_run_id is not None:
         run = await repository.get(conn, organization_id, thread.active_run_id)
     else:

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from threadline.kit.clock import isoformat
 from threadline.kit.db import Conn
-from threadline.kit.errors import BadRequest
+from threadline.kit.errors import BadRequest, Reason
 from threadline.runs.tables import run_events
 
 # The signal announcing committed events (payload: ``announcement``); every process's feeds listen to it.
@@ -46,7 +46,7 @@ def parse_cursor(cursor: str) -> tuple[str, int]:
     if match is None:
         raise BadRequest(
             "The cursor is malformed; pass back the cursor of the last event you processed, unchanged.",
-            reason="INVALID_CURSOR",
+            reason=Reason.INVALID_CURSOR,
         )
     return match[1], int(match[2])
 

@@ -18,7 +18,7 @@ from threadline.billing import ledger
 from threadline.billing.prices import Prices
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, after_commit
-from threadline.kit.errors import Conflict, NotFound
+from threadline.kit.errors import Conflict, NotFound, Reason
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams
 from threadline.kit.signals import SignalBus
@@ -62,14 +62,14 @@ async def create_run(
         raise Conflict(
             "The organization's credit balance is not positive and billingEnforced is on: an operator "
             "grants credits with `threadline billing grant`.",
-            reason="INSUFFICIENT_CREDITS",
+            reason=Reason.INSUFFICIENT_CREDITS,
         )
     active = await repository.active_of_thread(conn, organization.id, thread_id)
     if active and strategy == "reject":
         raise Conflict(
             f"Thread {thread_id} has an active run ({active[0].id}); wait for it to end, cancel it, or "
             "create the run with multitaskStrategy enqueue or interrupt.",
-            reason="RUN_ACTIVE",
+            reason=Reason.RUN_ACTIVE,
         )
     if strategy == "interrupt":
         for run in active:
@@ -141,7 +141,7 @@ async def cancel_run(
     locked = await repository.get_any(conn, run_id, for_update=True)
     assert locked is not None  # the thread's lock keeps its runs (deletion cascades through it)
     if not locked.is_active:
-        raise Conflict(f"Run {run_id} has already ended ({locked.status}).", reason="RUN_ENDED")
+        raise Conflict(f"Run {run_id} has already ended ({locked.status}).", reason=Reason.RUN_ENDED)
     return await _end(conn, signals, prices, locked, "cancelled", None)
 
 

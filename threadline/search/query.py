@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import snowballstemmer
 
-from threadline.kit.errors import BadRequest
+from threadline.kit.errors import BadRequest, Reason
 
 _TOKEN = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 # Letters and digits: underscores and other punctuation separate words, as both backends' tokenizers do.
@@ -47,7 +47,7 @@ def parse(text: str, *, literal: bool = False) -> Query:
     """``literal``: words are whatever lies between spaces, punctuation included (``ERR_TIMEOUT``,
     ``10.0.0.1``), for matching as text rather than through a word index."""
     if len(text) > MAX_QUERY_CHARS:
-        raise BadRequest(f"q is longer than {MAX_QUERY_CHARS} characters.", reason="INVALID_QUERY")
+        raise BadRequest(f"q is longer than {MAX_QUERY_CHARS} characters.", reason=Reason.INVALID_QUERY)
     groups: list[list[Phrase]] = []
     excluded: list[Phrase] = []
     join_next = False
@@ -74,10 +74,10 @@ def parse(text: str, *, literal: bool = False) -> Query:
     if not groups:
         raise BadRequest(
             "q has nothing to search for: give at least one word that is not excluded.",
-            reason="INVALID_QUERY",
+            reason=Reason.INVALID_QUERY,
         )
     if sum(len(p.words) for g in groups for p in g) + sum(len(p.words) for p in excluded) > MAX_WORDS:
-        raise BadRequest(f"q has more than {MAX_WORDS} words.", reason="INVALID_QUERY")
+        raise BadRequest(f"q has more than {MAX_WORDS} words.", reason=Reason.INVALID_QUERY)
     return Query(groups=tuple(tuple(g) for g in groups), excluded=tuple(excluded))
 
 

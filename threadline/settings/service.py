@@ -13,7 +13,7 @@ from pydantic.alias_generators import to_camel
 from threadline.config import Settings
 from threadline.keys.auth import ORG_UPDATED
 from threadline.kit.db import Conn, after_commit
-from threadline.kit.errors import BadRequest, NotFound
+from threadline.kit.errors import BadRequest, NotFound, Reason
 from threadline.kit.signals import SignalBus
 from threadline.organizations import repository
 from threadline.organizations.repository import Organization
@@ -57,11 +57,11 @@ async def update_settings(
     if "rate_limit" in changes:
         raise BadRequest(
             "rateLimit is read-only; an operator changes it with `threadline orgs set-limit`.",
-            reason="READ_ONLY_FIELD",
+            reason=Reason.READ_ONLY_FIELD,
         )
     for name in _NOT_NULL:
         if name in changes and changes[name] is None:
-            raise BadRequest(f"{to_camel(name)} cannot be null.", reason="VALIDATION_FAILED")
+            raise BadRequest(f"{to_camel(name)} cannot be null.", reason=Reason.VALIDATION_FAILED)
     if changes:
         await repository.update(conn, organization_id, dict(changes))
 

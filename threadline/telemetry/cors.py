@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, Principal
 from threadline.keys.middleware import AccessServices, limit_by_address
 from threadline.kit.context import header_of
-from threadline.kit.errors import Forbidden, TooManyRequests
+from threadline.kit.errors import Forbidden, Reason, TooManyRequests
 from threadline.kit.services import ServicesOf
 from threadline.settings.service import DEFAULT_ALLOWED_ORIGINS
 
@@ -39,7 +39,7 @@ def check_origin(origin: bytes, principal: Principal) -> None:
     if allowed_origin(principal, origin) is None:
         raise Forbidden(
             f"Origin {origin.decode('latin-1')} is not in this organization's allowedOrigins.",
-            reason="ORIGIN_NOT_ALLOWED",
+            reason=Reason.ORIGIN_NOT_ALLOWED,
         )
 
 

@@ -27,7 +27,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import TypeAdapter, ValidationError
 
-from threadline.kit.errors import ApiError, BadRequest, PayloadTooLarge
+from threadline.kit.errors import ApiError, BadRequest, PayloadTooLarge, Reason
 from threadline.kit.handlers import invalid_json, validation_failed
 from threadline.telemetry.otlp import otlp_rows, parse_otlp_json, parse_otlp_protobuf
 from threadline.telemetry.records import (
@@ -111,7 +111,7 @@ def inflate(body: bytes, content_encoding: bytes | None) -> bytes:
     if encoding not in (b"gzip", b"x-gzip"):
         raise UnsupportedMediaType(
             f"Content-Encoding {encoding.decode('latin-1')!r} is not accepted: use gzip or none.",
-            reason="UNSUPPORTED_ENCODING",
+            reason=Reason.UNSUPPORTED_ENCODING,
         )
     out = bytearray()
     data = body
@@ -122,7 +122,7 @@ def inflate(body: bytes, content_encoding: bytes | None) -> bytes:
         members += 1
         if members > MAX_GZIP_MEMBERS:
             raise BadRequest(
-                f"The gzip body has more than {MAX_GZIP_MEMBERS} members.", reason="INVALID_ENCODING"
+                f"The gzip body has more than {MAX_GZIP_MEMBERS} members.", reason=Reason.INVALID_ENCODING
             )
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         try:
@@ -133,9 +133,9 @@ def inflate(body: bytes, content_encoding: bytes | None) -> bytes:
                 data = inflater.unconsumed_tail
             out += inflater.flush()
         except zlib.error as exc:
-            raise BadRequest(f"The body is not valid gzip: {exc}.", reason="INVALID_ENCODING") from exc
+            raise BadRequest(f"The body is not valid gzip: {exc}.", reason=Reason.INVALID_ENCODING) from exc
         if not inflater.eof:
-            raise BadRequest("The gzip body is truncated.", reason="INVALID_ENCODING")
+            raise BadRequest("The gzip body is truncated.", reason=Reason.INVALID_ENCODING)
         data = inflater.unused_data  # a further gzip member (concatenated streams are valid gzip)
     if len(out) > MAX_BODY_BYTES:
         raise PayloadTooLarge(_too_large_decompressed())

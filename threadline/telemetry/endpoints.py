@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from threadline.keys.auth import principal_of
 from threadline.kit.db import Database
 from threadline.kit.deps import ConnDep, CursorDep, get_services
-from threadline.kit.errors import BadRequest
+from threadline.kit.errors import BadRequest, Reason
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage, decode_cursor
 from threadline.kit.sse import EventStreamResponse, resume_cursor
@@ -57,7 +57,7 @@ async def log_filters(
 ) -> LogFilters:
     """The filters both reads take, as query parameters."""
     if since is not None and until is not None and since >= until:
-        raise BadRequest("since must be earlier than until.", reason="VALIDATION_FAILED")
+        raise BadRequest("since must be earlier than until.", reason=Reason.VALIDATION_FAILED)
     return LogFilters(
         project_id=project_id,
         level=level,

@@ -28,6 +28,7 @@ from threadline.kit.errors import (
     BadRequest,
     Forbidden,
     MethodNotAllowed,
+    Reason,
     ServiceUnavailable,
     Unauthorized,
     render_envelope,
@@ -97,15 +98,15 @@ class IngestEndpoints:
                 await committed
             except sa.exc.IntegrityError as exc:
                 # Only the foreign keys can fail: the key's project (and the key) was deleted a moment ago.
-                raise Unauthorized("The key's project no longer exists.", reason="INVALID_KEY") from exc
+                raise Unauthorized("The key's project no longer exists.", reason=Reason.INVALID_KEY) from exc
             except sa.exc.DataError as exc:
                 raise BadRequest(
-                    "A value in these records cannot be stored.", reason="VALIDATION_FAILED"
+                    "A value in these records cannot be stored.", reason=Reason.VALIDATION_FAILED
                 ) from exc
             except BACKEND_ERRORS as exc:
                 raise ServiceUnavailable(
                     "Storage is unreachable; these records were not acknowledged. Retry shortly.",
-                    reason="DEPENDENCY_DOWN",
+                    reason=Reason.DEPENDENCY_DOWN,
                 ) from exc
         except ApiError as error:
             operation_id = _OPERATIONS[kind] if scope["method"] == "POST" else UNKNOWN_OPERATION

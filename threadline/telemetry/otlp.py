@@ -14,7 +14,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from threadline.kit.errors import BadRequest, PayloadTooLarge
+from threadline.kit.errors import BadRequest, PayloadTooLarge, Reason
 from threadline.telemetry.records import (
     MAX_BODY_BYTES,
     Row,
@@ -34,7 +34,7 @@ def parse_otlp_protobuf(body: bytes) -> ExportLogsServiceRequest:
         request.ParseFromString(body)
     except DecodeError as exc:
         raise BadRequest(
-            f"The body is not an OTLP ExportLogsServiceRequest: {exc}.", reason="INVALID_OTLP"
+            f"The body is not an OTLP ExportLogsServiceRequest: {exc}.", reason=Reason.INVALID_OTLP
         ) from exc
     return request
 
@@ -55,7 +55,7 @@ def parse_otlp_json(document: dict[str, Any]) -> ExportLogsServiceRequest:
         return request
     except (AttributeError, TypeError, ValueError, binascii.Error, json_format.ParseError) as exc:
         raise BadRequest(
-            f"The body is not an OTLP ExportLogsServiceRequest: {exc}.", reason="INVALID_OTLP"
+            f"The body is not an OTLP ExportLogsServiceRequest: {exc}.", reason=Reason.INVALID_OTLP
         ) from exc
 
 
@@ -84,7 +84,7 @@ def _any_value(value: AnyValue) -> Any:
         return base64.b64encode(value.bytes_value).decode()
     if which == "double_value" and not math.isfinite(value.double_value):
         raise BadRequest(
-            "OTLP double values must be finite (no NaN or Infinity).", reason="VALIDATION_FAILED"
+            "OTLP double values must be finite (no NaN or Infinity).", reason=Reason.VALIDATION_FAILED
         )
     return getattr(value, which)
 
@@ -115,7 +115,7 @@ def otlp_rows(request: ExportLogsServiceRequest, source: Source) -> list[Row]:
                 if len(record.trace_id) not in (0, 16) or len(record.span_id) not in (0, 8):
                     raise BadRequest(
                         f"Record [{len(rows)}]: traceId must be 16 bytes and spanId 8 bytes.",
-                        reason="VALIDATION_FAILED",
+                        reason=Reason.VALIDATION_FAILED,
                     )
                 body_value = _any_value(record.body)
                 message = body_value if isinstance(body_value, str) else json_text(body_value)

@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any, NamedTuple
 
-from threadline.kit.errors import BadRequest, PayloadTooLarge
+from threadline.kit.errors import BadRequest, PayloadTooLarge, Reason
 from threadline.telemetry.schemas import MAX_RECORDS, Kind
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
@@ -68,7 +68,7 @@ def has_nul(value: Any) -> bool:
 def nul_refused(index: int, field: str) -> BadRequest:
     return BadRequest(
         f"Invalid request: [{index}].{field}: text cannot contain the NUL character (\\u0000).",
-        reason="VALIDATION_FAILED",
+        reason=Reason.VALIDATION_FAILED,
     )
 
 
@@ -92,7 +92,7 @@ def storable(kind: Kind, rows: list[Row], body: bytes) -> list[Row]:
                 if non_finite and _has_non_finite(row[column]):
                     raise BadRequest(
                         f"Invalid request: [{index}].{field}: numbers must be finite (no NaN or Infinity).",
-                        reason="VALIDATION_FAILED",
+                        reason=Reason.VALIDATION_FAILED,
                     )
     return rows
 

@@ -2,30 +2,22 @@ from __future__ import annotations
 
 from typing import Annotated, Protocol
 
-from fastapi import APIRouter, Depends, Request, Response
-from fastapi.exceptions import RequestValidationError
-from starlette.types import ASGIApp, Receive, Scope, Send
+from fastapi import Depends, Request
 
 from threadline.billing.prices import Prices
 from threadline.keys.auth import principal_of
 from threadline.kit.db import Database
 from threadline.kit.deps import ConnDep, get_services
-from threadline.kit.errors import ApiError, BadRequest, render_envelope
-from threadline.kit.fastpath import never_routed
-from threadline.kit.handlers import request_invalid
-from threadline.kit.metadata import MAX_KEY_CHARS, MAX_KEYS, MAX_VALUE_CHARS
 from threadline.kit.openapi import AUTHENTICATED, errors
-from threadline.kit.pagination import CURSOR_PARAMETERS, CursorPage, cursor_params_of
-from threadline.kit.services import ServicesOf
 from threadline.kit.signals import SignalBus
 from threadline.runs.service import end_thread_runs
-from threadline.threads import service
-from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate, page_json
+from threadline.threads import fast_list, service
+from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate
 from threadline.threads.service import ThreadInserts
 
 
 class ThreadServices(Protocol):
-    """What the thread handlers (and ``ThreadListEndpoint``) read from the process's services."""
+    """What the thread handlers read from the process's services."""
 
     db: Database
     prices: Prices
@@ -35,79 +27,8 @@ class ThreadServices(Protocol):
 
 ServicesDep = Annotated[ThreadServices, Depends(get_services)]
 
-router = APIRouter(prefix="/v1/threads", tags=["threads"])
-
-_METADATA_FILTER = {
-    "name": "metadata[key]",
-    "in": "query",
-    "required": False,
-    "description": "Only threads whose metadata has this value at this key; several keys must all match.",
-    "schema": {"type": "string"},
-    "style": "form",
-}
-
-
-def _metadata_filter(request: Request) -> dict[str, str]:
-    wanted: dict[str, str] = {}
-    for name, value in request.query_params.multi_items():
-        if not (name.startswith("metadata[") and name.endswith("]")):
-            continue
-        key = name[len("metadata[") : -1]
-        if not 1 <= len(key) <= MAX_KEY_CHARS or len(value) > MAX_VALUE_CHARS:
-            raise BadRequest(f"metadata filter {name!r} is out of bounds.", reason="VALIDATION_FAILED")
-        wanted[key] = value
-    if len(wanted) > MAX_KEYS:
-        raise BadRequest(f"At most {MAX_KEYS} metadata filters.", reason="VALIDATION_FAILED")
-    return wanted
-
-
-class ThreadListEndpoint:
-    """Serves ``GET /v1/threads`` as plain ASGI, behind the same middleware (request id, authentication,
-    rate limit) but outside FastAPI's routing (``assembly.assemble``'s ``served_before_routing``), as the
-    intake serves its ingestion: the hottest read. Measured under wrk (64 connections, 100,000 threads),
-    FastAPI's routing, endpoint wrapper and response handling were 9-14 % of the request's CPU (three
-    alternating pairs: 614/541/531 → 529/490/479 µs). Its body is written straight from the stored rows
-    (``page_json``) and its page parameters are read without a FastAPI dependency (``cursor_params_of``);
-    the operation is declared to FastAPI below, once, for the contract."""
-
-    def __init__(self, app: ASGIApp, *, runtime: ServicesOf[ThreadServices]) -> None:
-        self.app = app  # never called: only GET and HEAD on this path come here (``LIST_ROUTE``)
-        self.runtime = runtime
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive)
-        try:
-            page = cursor_params_of(request)
-            # No request transaction: the unfiltered list is one statement (see the service).
-            threads, next_cursor = await service.list_threads(
-                self.runtime.services.db,
-                principal_of(request).organization_id,
-                page,
-                _metadata_filter(request),
-            )
-        except RequestValidationError as exc:
-            response = render_envelope(scope, request_invalid(exc), _LIST_OPERATION)
-        except ApiError as error:
-            response = render_envelope(scope, error, _LIST_OPERATION)
-        else:
-            response = Response(page_json(threads, next_cursor), media_type="application/json")
-        await response(scope, receive, send)
-
-
-_LIST_OPERATION = "threads.list"
-LIST_ROUTE = {"/v1/threads": frozenset({"GET", "HEAD"})}
-
-
-@router.get(
-    "",
-    operation_id=_LIST_OPERATION,
-    response_model=CursorPage[ThreadOut],
-    responses=errors(400, *AUTHENTICATED),
-    openapi_extra={"parameters": [*CURSOR_PARAMETERS, _METADATA_FILTER]},
-)
-async def list_threads(request: Request) -> None:
-    """The organization's threads, newest first."""
-    never_routed(request)  # served by ThreadListEndpoint
+# Begun by the list, which is served before routing and declared beside the code that serves it.
+router = fast_list.router
 
 
 @router.post(

@@ -5,14 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from threadline.kit.db import Conn, Database, UtcDateTime
-from threadline.kit.pagination import CursorParams, cut_page, fetch_cursor_page
-from threadline.kit.plain_query import PlainQuery
+from threadline.kit.db import Conn, UtcDateTime
 from threadline.threads.tables import threads
 
 
@@ -44,39 +41,6 @@ def from_row(row: sa.RowMapping) -> Thread:
     )
 
 
-class StoredThread(NamedTuple):
-    """A thread as the driver returns it (``kit.plain_query``), in ``ThreadOut``'s field order: times
-    and metadata still in stored form (see ``kit.db.stored_isoformat``, ``stored_json``)."""
-
-    id: str
-    title: str | None
-    metadata: Any
-    active_run_id: str | None
-    message_count: int
-    created_at: datetime | str
-    updated_at: datetime | str
-
-
-_STORED_COLUMNS = [
-    threads.c.id,
-    threads.c.title,
-    threads.c.meta,
-    threads.c.active_run_id,
-    threads.c.message_count,
-    threads.c.created_at,
-    threads.c.updated_at,
-]
-# The unfiltered list, newest first, tenant-scoped: the first page and the pages after a cursor.
-_NEWEST = (
-    sa.select(*_STORED_COLUMNS)
-    .where(threads.c.organization_id == sa.bindparam("organization_id"))
-    .order_by(threads.c.id.desc())
-    .limit(sa.bindparam("limit"))
-)
-_NEWEST_PAGE = PlainQuery(_NEWEST)
-_NEWEST_PAGE_AFTER = PlainQuery(_NEWEST.where(threads.c.id < sa.bindparam("after_id")))
-
-
 def search_text(title: str | None, metadata: Mapping[str, str]) -> str:
     """What thread search reads: the title and the metadata values."""
     return "\n".join([title or "", *metadata.values()])
@@ -100,18 +64,6 @@ class ThreadRepository:
         row = (await self._conn.execute(query)).mappings().first()
         return from_row(row) if row else None
 
-    async def page(
-        self, params: CursorParams, metadata: Mapping[str, str]
-    ) -> tuple[Sequence[StoredThread], str | None]:
-        """Newest first, only those whose metadata holds every given key and value (the filter's statement
-        depends on its keys, so it goes through SQLAlchemy: rows hold decoded values, which
-        ``StoredThread``'s readers accept as well). Without a filter: ``newest_page``."""
-        query = sa.select(*_STORED_COLUMNS).where(threads.c.organization_id == self._organization_id)
-        for key, value in metadata.items():
-            query = query.where(threads.c.meta[key].as_string() == value)
-        rows, next_cursor = await fetch_cursor_page(self._conn, query, threads.c.id, params)
-        return [StoredThread._make(row) for row in rows], next_cursor
-
     async def update(
         self, thread_id: str, *, title: str | None, metadata: dict[str, str], at: datetime
     ) -> None:
@@ -134,20 +86,6 @@ class ThreadRepository:
 
     async def delete(self, thread_id: str) -> None:
         await self._conn.execute(threads.delete().where(self._where(thread_id)))
-
-
-async def newest_page(
-    db: Database, organization_id: str, params: CursorParams
-) -> tuple[Sequence[StoredThread], str | None]:
-    """The organization's threads, newest first, unfiltered (nearly every list): one statement, run alone
-    through the driver (``Database.read``)."""
-    parameters = {"organization_id": organization_id, "limit": params.limit + 1}
-    if params.after_id is None:
-        found = await db.read(_NEWEST_PAGE, parameters)
-    else:
-        found = await db.read(_NEWEST_PAGE_AFTER, {**parameters, "after_id": params.after_id})
-    page, next_cursor = cut_page(found, params, lambda row: str(row[0]))
-    return [StoredThread._make(row) for row in page], next_cursor
 
 
 def insert_threads(connection: Connection, new: Sequence[Thread]) -> None:

@@ -1,15 +1,12 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Annotated
 
 from pydantic import Field, StringConstraints
-from pydantic_core import to_json
 
-from threadline.kit.db import stored_isoformat, stored_json
 from threadline.kit.metadata import Metadata
 from threadline.kit.schemas import RequestModel, ResponseModel, Timestamp
-from threadline.threads.repository import StoredThread, Thread
+from threadline.threads.repository import Thread
 
 MAX_TITLE_CHARS = 256
 Title = Annotated[str, StringConstraints(max_length=MAX_TITLE_CHARS)]
@@ -47,28 +44,3 @@ class ThreadOut(ResponseModel):
             created_at=thread.created_at,
             updated_at=thread.updated_at,
         )
-
-
-def page_json(threads: Sequence[StoredThread], next_cursor: str | None) -> bytes:
-    """The body of ``CursorPage[ThreadOut]``, written straight from stored rows.
-
-    ``GET /v1/threads`` is the hottest read: building a ``Thread``, then a ``ThreadOut`` per row and having
-    FastAPI validate and serialize the page measured about a third of the request. The fields, their
-    order and formats are ``ThreadOut``'s (tests/threads hold the two to the same bytes)."""
-    return to_json(
-        {
-            "data": [
-                {
-                    "id": thread.id,
-                    "title": thread.title,
-                    "metadata": stored_json(thread.metadata),
-                    "activeRunId": thread.active_run_id,
-                    "messageCount": thread.message_count,
-                    "createdAt": stored_isoformat(thread.created_at),
-                    "updatedAt": stored_isoformat(thread.updated_at),
-                }
-                for thread in threads
-            ],
-            "nextCursor": next_cursor,
-        }
-    )

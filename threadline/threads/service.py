@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
-from threadline.kit.errors import BadRequest, NotFound
+from threadline.kit.errors import BadRequest, NotFound, Reason
 from threadline.kit.group_commit import GroupCommit
 from threadline.kit.ids import new_id
-from threadline.kit.pagination import CursorParams
-from threadline.threads.repository import (
-    StoredThread,
-    Thread,
-    ThreadRepository,
-    insert_threads,
-    newest_page,
-)
+from threadline.threads.repository import Thread, ThreadRepository, insert_threads
 
 ThreadInserts = GroupCommit[Thread, None]
 
@@ -68,24 +61,12 @@ async def get_thread(conn: Conn, organization_id: str, thread_id: str) -> Thread
     return thread
 
 
-async def list_threads(
-    db: Database, organization_id: str, params: CursorParams, metadata: Mapping[str, str]
-) -> tuple[Sequence[StoredThread], str | None]:
-    """Takes the database rather than a request transaction: the unfiltered list (the hot one) is a single
-    statement and runs without one (``Database.read``); a filtered list opens a read transaction, which
-    has nothing to commit."""
-    if not metadata:
-        return await newest_page(db, organization_id, params)
-    async with db.transaction(write=False) as conn:
-        return await ThreadRepository(conn, organization_id).page(params, metadata)
-
-
 async def update_thread(
     conn: Conn, organization_id: str, thread_id: str, changes: Mapping[str, object]
 ) -> Thread:
     """``changes`` holds only the fields the client sent (so ``title: null`` clears, absence keeps)."""
     if "metadata" in changes and changes["metadata"] is None:
-        raise BadRequest("metadata cannot be null; send {} to clear it.", reason="VALIDATION_FAILED")
+        raise BadRequest("metadata cannot be null; send {} to clear it.", reason=Reason.VALIDATION_FAILED)
     thread = await get_thread(conn, organization_id, thread_id)
     title = changes.get("title", thread.title)
     metadata = changes.get("metadata")
