@@ -51,7 +51,7 @@ async def run_once(db: Database, now: datetime | None = None) -> Report:
         cutoff = now - timedelta(days=days)
         while True:
             async with db.transaction() as conn:
-                deleted = await repository.delete_received_before(conn, organization_id, cutoff)
+                deleted = await repository.LogRepository(conn, organization_id).delete_received_before(cutoff)
             if not deleted:
                 break
             report.deleted[organization_id] = report.deleted.get(organization_id, 0) + deleted

@@ -12,7 +12,7 @@ from threadline.kit.handlers import request_invalid
 from threadline.kit.metadata import MAX_KEY_CHARS, MAX_KEYS, MAX_VALUE_CHARS
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CURSOR_PARAMETERS, CursorPage, cursor_params_of
-from threadline.runs.service import end_thread_runs
+from threadline.runs.service import delete_thread_with_runs
 from threadline.runtime import Runtime
 from threadline.threads import service
 from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate, page_json
@@ -140,6 +140,7 @@ async def update_thread(threadId: str, body: ThreadUpdate, request: Request, con
 async def delete_thread(threadId: str, request: Request, conn: ConnDep, services: ServicesDep) -> ThreadOut:
     """Deletes the thread with its messages and runs (an active run is cancelled first, and charged for
     what it used); answers with the deleted thread."""
-    organization_id = principal_of(request).organization_id
-    await end_thread_runs(conn, services.signals, services.prices, organization_id, threadId)
-    return ThreadOut.of(await service.delete_thread(conn, organization_id, threadId))
+    thread = await delete_thread_with_runs(
+        conn, services.signals, services.prices, principal_of(request).organization_id, threadId
+    )
+    return ThreadOut.of(thread)
