@@ -277,7 +277,7 @@ def grant_credits(
     json_output: Annotated[bool, typer.Option("--json", help="The transaction as JSON.")] = False,
 ) -> None:
     """Add credits to an organization: one credit entry in its ledger, counted at once."""
-    from threadline.billing import ledger
+    from threadline.billing.ledger import LedgerRepository
     from threadline.billing.schemas import TransactionOut
     from threadline.organizations.repository import OrganizationRepository
 
@@ -293,7 +293,7 @@ def grant_credits(
         async with db.transaction() as conn:
             if await OrganizationRepository(conn).get(org_id) is None:
                 fail(f"organization {org_id} was not found")
-            entry = await ledger.post(conn, org_id, "credit", amount, text)
+            entry = await LedgerRepository(conn, org_id).post("credit", amount, text)
         return TransactionOut.of(entry).model_dump(mode="json", by_alias=True)
 
     data = _run(settings, work)

@@ -154,7 +154,9 @@ class RunFeeds:
     async def _read(self, feed: _Feed) -> None:
         feed.stale.clear()
         async with self._db.transaction(write=False) as conn:
-            found = await events.after(conn, feed.organization_id, feed.run_id, len(feed.frames))
+            found = await events.EventRepository(conn, feed.organization_id).after(
+                feed.run_id, len(feed.frames)
+            )
             # Deleted with its thread while streamed: nothing more will come, so the streams end.
             gone = not found and await RunRepository(conn, feed.organization_id).get(feed.run_id) is None
         feed.heard_at = time.monotonic()

@@ -141,7 +141,7 @@ class RunRecorder:
                 events.render(self.run_id, self.thread_id, first + i, p.type, p.payload, now)
                 for i, p in enumerate(batch)
             ]
-            await events.insert(conn, self.organization_id, self.run_id, made)
+            await events.EventRepository(conn, self.organization_id).insert(self.run_id, made)
         self.event_count = last
         if made:
             await announce(self._signals, events.announcement(self.organization_id, self.run_id, made))

@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
-from threadline.billing import ledger
+from threadline.billing.ledger import LedgerRepository
 from threadline.billing.prices import Prices
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, after_commit
@@ -60,7 +60,10 @@ async def create_run(
     automation_id: str | None = None,
 ) -> Run:
     await _lock_thread(conn, organization.id, thread_id)
-    if organization.billing_enforced and (await ledger.balance(conn, organization.id)).balance <= 0:
+    if (
+        organization.billing_enforced
+        and (await LedgerRepository(conn, organization.id).balance()).balance <= 0
+    ):
         raise Conflict(
             "The organization's credit balance is not positive and billingEnforced is on: an operator "
             "grants credits with `threadline billing grant`.",
@@ -248,7 +251,7 @@ async def _end(
         made.append(_event(run, len(made) + 1, "error", {"code": error[0], "message": error[1]}, now))
     usage = {"inputTokens": run.input_tokens, "outputTokens": run.output_tokens}
     made.append(_event(run, len(made) + 1, RUN_COMPLETED, {"status": status, "usage": usage}, now))
-    await events.insert(conn, run.organization_id, run.id, made)
+    await events.EventRepository(conn, run.organization_id).insert(run.id, made)
     across = RunsAcrossOrganizations(conn)
     await across.set_status(run.id, status, at=now, error=error, events=len(made))
     await across.refresh_active_run(run.thread_id)
@@ -281,7 +284,7 @@ async def _charge(conn: Conn, prices: Prices, run: Run) -> None:
     description = (
         f"Run {run.id} on {run.model}: {run.input_tokens} input and {run.output_tokens} output tokens."
     )
-    await ledger.post(conn, run.organization_id, "debit", -amount, description, run_id=run.id)
+    await LedgerRepository(conn, run.organization_id).post("debit", -amount, description, run_id=run.id)
 
 
 def _event(run: Run, offset: int, type_: str, payload: dict[str, Any], at: datetime) -> Event:
@@ -295,5 +298,5 @@ async def claim(conn: Conn, owner: str, lease_until: datetime) -> tuple[Run, Eve
     if run is None:
         return None
     started = _event(run, 0, "run_started", {"model": run.model}, now)  # numbered by the claim
-    await events.insert(conn, run.organization_id, run.id, [started])
+    await events.EventRepository(conn, run.organization_id).insert(run.id, [started])
     return run, started
