@@ -135,7 +135,7 @@ async def measure_reads(
             since = midnight(first_day) + span * rng.random()
             started = time.perf_counter()
             async with db.transaction(write=False) as conn:
-                records, _ = await repository.list_page(conn, organization, make(since), PAGE)
+                records, _ = await repository.LogRepository(conn, organization).list_page(make(since), PAGE)
             timings.append((time.perf_counter() - started) * 1000)
             if not records:
                 raise BenchError(f"{name}: an empty page at {since}; the seed does not cover the range")
@@ -212,8 +212,8 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
         deleted = 0
         while True:
             async with db.transaction() as conn:
-                batch = await repository.delete_received_before(
-                    conn, organization, midnight(first_day + timedelta(days=2))
+                batch = await repository.LogRepository(conn, organization).delete_received_before(
+                    midnight(first_day + timedelta(days=2))
                 )
             if not batch:
                 break

@@ -179,7 +179,7 @@ async def test_concurrent_firings_settle_an_owed_firing_once(
     assert sum(run is not None for run in started) == 1
     assert (await runs_per_automation(services))[created["id"]] == 1
     async with services.db.transaction(write=False) as conn:
-        assert created["id"] not in await repository.owed_firings(conn)
+        assert created["id"] not in await repository.AutomationsAcrossOrganizations(conn).owed_firings()
 
 
 async def test_a_firing_owed_by_a_stopped_process_is_fired(
@@ -211,6 +211,6 @@ async def test_the_owed_firing_is_written_with_the_record(
         watch.committed = original  # type: ignore[method-assign]
     assert committed
     async with services.db.transaction(write=False) as conn:
-        assert created["id"] in await repository.owed_firings(conn)
+        assert created["id"] in await repository.AutomationsAcrossOrganizations(conn).owed_firings()
     await services.log_triggers.sweep()
     assert len(await fired(client, tenant, services, created["id"])) == 1

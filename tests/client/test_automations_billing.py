@@ -209,7 +209,7 @@ async def test_billing_against_a_server(served: Served) -> None:
 
         async with served.db.transaction() as conn:  # what `threadline billing grant` writes
             granted = [
-                await ledger.post(conn, tenant.org_id, "credit", amount, f"grant {amount}")
+                await ledger.LedgerRepository(conn, tenant.org_id).post("credit", amount, f"grant {amount}")
                 for amount in (10, 20)
             ]
         assert [g.balance_after for g in granted] == [10, 30]

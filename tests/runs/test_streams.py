@@ -273,7 +273,7 @@ class TestLive:
         thread = await make_thread(client, tenant)
         run = await start_run(client, tenant, thread, input="quick #notools")
         await wait_for_status(client, tenant, run["id"], "completed")
-        real_after = events.after
+        real_after = events.EventRepository.after
         failures = iter(range(3))
 
         async def flaky_after(*args: Any) -> list[events.Event]:
@@ -283,7 +283,7 @@ class TestLive:
 
         monkeypatch.setattr("threadline.runs.feeds.HEARTBEAT_SECONDS", 0.05)
         monkeypatch.setattr("threadline.runs.feeds._POLL_SECONDS", 0.1)
-        monkeypatch.setattr("threadline.runs.feeds.events.after", flaky_after)
+        monkeypatch.setattr(events.EventRepository, "after", flaky_after)
         chunks = [chunk async for chunk in services.run_feeds.stream(tenant.org_id, run["id"], 0)]
         assert chunks[0] == sse.PING
         assert types(body_of(chunks))[-2:] == ["run_completed", DONE]

@@ -15,7 +15,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from tests.conftest import POSTGRES_URL
+from tests.conftest import POSTGRES_URL, Backend
 from tests.keys.test_auth import assert_error
 from tests.support import Tenant, listed
 from threadline.config import normalize_database_url
@@ -251,6 +251,7 @@ class TestRetention:
         services: Services,
         tenant: Tenant,
         other_tenant: Tenant,
+        backend: Backend,
     ) -> None:
         await send(intake, tenant, [{"message": "a"}, {"message": "b"}])
         await send(intake, other_tenant, [{"message": "c"}])
@@ -264,7 +265,11 @@ class TestRetention:
         assert [r["message"] for r in await listed(client, other_tenant)] == ["c"]
 
         report = await housekeeping.run_once(services.retention, now=datetime.now(UTC) + timedelta(days=31))
-        assert report.deleted[other_tenant.org_id] == 1 and tenant.org_id not in report.deleted
+        assert tenant.org_id not in report.deleted
+        # Deleted, or on PostgreSQL dropped with its day's partition when today has one: whether it does
+        # depends on which housekeeping ran earlier on the session's database, not on this test.
+        dropped = bool(report.dropped_partitions)
+        assert report.deleted.get(other_tenant.org_id) == 1 or (backend.name == "distributed" and dropped)
         ours = log_records.c.organization_id.in_([tenant.org_id, other_tenant.org_id])
         async with services.db.transaction(write=False) as conn:
             left = (await conn.execute(sa.select(sa.func.count()).where(ours))).scalar_one()

@@ -21,12 +21,17 @@ from threadline.kit.db import Conn, Database
 from threadline.kit.errors import BadRequest
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams, PageParams
-from threadline.runs import artifacts
-from threadline.runs.artifacts import MAX_CONTENT_BYTES, MAX_MIME_TYPE_CHARS, MAX_NAME_CHARS, Artifact
+from threadline.runs.artifacts import (
+    MAX_CONTENT_BYTES,
+    MAX_MIME_TYPE_CHARS,
+    MAX_NAME_CHARS,
+    Artifact,
+    ArtifactRepository,
+)
 from threadline.runs.recorder import RunRecorder
 from threadline.search.backend import MessageFilter, SearchBackend
 from threadline.search.query import parse
-from threadline.telemetry import repository as logs
+from threadline.telemetry import service as logs
 from threadline.telemetry.repository import LogFilters
 from threadline.telemetry.schemas import Level
 
@@ -95,7 +100,7 @@ async def _query_logs(context: ToolContext, args: QueryLogsArgs) -> ToolResult:
         level=args.level, since=utcnow() - timedelta(minutes=args.since_minutes), query=query
     )
     async with context.db.transaction(write=False) as conn:
-        records, _ = await logs.list_page(
+        records, _ = await logs.list_logs(
             conn, context.organization_id, filters, CursorParams(limit=args.limit, after_id=None)
         )
     found = [
@@ -130,7 +135,7 @@ async def _create_artifact(context: ToolContext, args: CreateArtifactArgs) -> To
     )
 
     async def store(conn: Conn) -> None:
-        await artifacts.insert(conn, artifact)
+        await ArtifactRepository(conn, artifact.organization_id).insert(artifact)
 
     payload = {"artifactId": artifact.id, "name": artifact.name, "mimeType": artifact.mime_type}
     await recorder.emit("artifact", {**payload, "content": artifact.content}, effect=store)

@@ -1,5 +1,6 @@
-"""Automation rows. API queries are scoped to one organization; the scheduler's and the log matcher's
-reach across organizations (they serve them all) and name automations by id."""
+"""Automation rows. API queries are scoped to one organization (``AutomationRepository``); the scheduler's
+and the log matcher's reach across organizations (they serve them all) and name automations by id
+(``AutomationsAcrossOrganizations``)."""
 
 from __future__ import annotations
 
@@ -52,110 +53,146 @@ def _from_row(row: sa.RowMapping) -> Automation:
     )
 
 
-async def insert(conn: Conn, automation: Automation) -> None:
-    await conn.execute(
-        automations.insert().values(
-            id=automation.id,
-            organization_id=automation.organization_id,
-            name=automation.name,
-            enabled=automation.enabled,
-            trigger_type=automation.trigger_type,
-            trigger=automation.trigger,
-            action=automation.action,
-            next_run_at=automation.next_run_at,
-            last_triggered_at=automation.last_triggered_at,
-            last_error=automation.last_error,
-            created_at=automation.created_at,
-            updated_at=automation.updated_at,
+class AutomationRepository:
+    """The automations of one organization: what an API request reads and writes."""
+
+    __slots__ = ("_conn", "_organization_id")
+
+    def __init__(self, conn: Conn, organization_id: str) -> None:
+        self._conn = conn
+        self._organization_id = organization_id
+
+    async def insert(self, automation: Automation) -> None:
+        await self._conn.execute(
+            automations.insert().values(
+                id=automation.id,
+                organization_id=self._organization_id,
+                name=automation.name,
+                enabled=automation.enabled,
+                trigger_type=automation.trigger_type,
+                trigger=automation.trigger,
+                action=automation.action,
+                next_run_at=automation.next_run_at,
+                last_triggered_at=automation.last_triggered_at,
+                last_error=automation.last_error,
+                created_at=automation.created_at,
+                updated_at=automation.updated_at,
+            )
         )
-    )
+
+    async def get(self, automation_id: str, *, lock: bool = False) -> Automation | None:
+        """``lock``: as ``AutomationsAcrossOrganizations.get``."""
+        query = sa.select(automations).where(
+            automations.c.id == automation_id, automations.c.organization_id == self._organization_id
+        )
+        return await _one(self._conn, query, lock)
+
+    async def page(self, params: CursorParams) -> tuple[Sequence[Automation], str | None]:
+        query = sa.select(automations).where(automations.c.organization_id == self._organization_id)
+        rows, next_cursor = await fetch_cursor_page(self._conn, query, automations.c.id, params)
+        return [_from_row(row._mapping) for row in rows], next_cursor
+
+    async def delete(self, automation_id: str) -> None:
+        await self._conn.execute(
+            automations.delete().where(
+                automations.c.id == automation_id, automations.c.organization_id == self._organization_id
+            )
+        )
 
 
-async def get(
-    conn: Conn, organization_id: str | None, automation_id: str, *, lock: bool = False
-) -> Automation | None:
-    """``organization_id`` None: any organization's (the scheduler's and the matcher's own reads).
-    ``lock``: row-locked for the rest of the transaction (PostgreSQL; SQLite's writer holds the database),
-    so two processes firing the same automation take turns and the second sees what the first wrote."""
-    query = sa.select(automations).where(automations.c.id == automation_id)
-    if organization_id is not None:
-        query = query.where(automations.c.organization_id == organization_id)
+class AutomationsAcrossOrganizations:
+    """Automations named by id alone, or all that are due, whichever organization holds them: the
+    scheduler's and the log matcher's reads (they serve every organization), and the writes that follow a
+    read (through ``AutomationRepository`` when a request asks)."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Conn) -> None:
+        self._conn = conn
+
+    async def get(self, automation_id: str, *, lock: bool = False) -> Automation | None:
+        """``lock``: row-locked for the rest of the transaction (PostgreSQL; SQLite's writer holds the
+        database), so two processes firing the same automation take turns and the second sees what the
+        first wrote."""
+        return await _one(self._conn, sa.select(automations).where(automations.c.id == automation_id), lock)
+
+    async def save(self, automation: Automation) -> None:
+        """Writes every mutable field of ``automation`` back to its row."""
+        await self._conn.execute(
+            automations.update()
+            .where(automations.c.id == automation.id)
+            .values(
+                name=automation.name,
+                enabled=automation.enabled,
+                trigger_type=automation.trigger_type,
+                trigger=automation.trigger,
+                action=automation.action,
+                next_run_at=automation.next_run_at,
+                last_triggered_at=automation.last_triggered_at,
+                last_error=automation.last_error,
+                updated_at=automation.updated_at,
+            )
+        )
+
+    async def record_firing(
+        self,
+        automation_id: str,
+        *,
+        at: datetime,
+        next_run_at: datetime | None,
+        error: Mapping[str, str] | None,
+    ) -> None:
+        """A firing's marks, left by the firing's own transaction (not an edit: ``updated_at`` stays)."""
+        await self._conn.execute(
+            automations.update()
+            .where(automations.c.id == automation_id)
+            .values(last_triggered_at=at, next_run_at=next_run_at, last_error=dict(error) if error else None)
+        )
+
+    async def due(self, now: datetime, limit: int) -> list[str]:
+        """Enabled schedules whose time has come, the longest overdue first."""
+        query = (
+            sa.select(automations.c.id)
+            .where(
+                automations.c.next_run_at <= now,
+                automations.c.enabled.is_(True),
+                automations.c.trigger_type == "schedule",
+            )
+            .order_by(automations.c.next_run_at)
+            .limit(limit)
+        )
+        return list((await self._conn.execute(query)).scalars())
+
+    async def log_triggered(self) -> list[Automation]:
+        """Every enabled log-triggered automation (the matcher keeps them in memory)."""
+        query = sa.select(automations).where(
+            automations.c.trigger_type == "log", automations.c.enabled.is_(True)
+        )
+        return [_from_row(row) for row in (await self._conn.execute(query)).mappings()]
+
+    async def take_firing(self, automation_id: str) -> dict[str, Any] | None:
+        """The record of the firing owed for the automation, now no longer owed (once the transaction
+        commits); None if none is. Lock the automation first: its deletion removes this row after it."""
+        where = automation_firings.c.automation_id == automation_id
+        query = sa.select(automation_firings.c.record).where(where).with_for_update()
+        row = (await self._conn.execute(query)).first()
+        if row is None:
+            return None
+        await self._conn.execute(automation_firings.delete().where(where))
+        return dict(row.record)
+
+    async def owed_firings(self) -> list[str]:
+        """Automations owed a firing (left by a process that stopped before firing them, or not yet
+        fired)."""
+        query = sa.select(automation_firings.c.automation_id)
+        return list((await self._conn.execute(query)).scalars())
+
+
+async def _one(conn: Conn, query: sa.Select[Any], lock: bool) -> Automation | None:
     if lock:
         query = query.with_for_update()
     row = (await conn.execute(query)).mappings().first()
     return _from_row(row) if row else None
-
-
-async def page(
-    conn: Conn, organization_id: str, params: CursorParams
-) -> tuple[Sequence[Automation], str | None]:
-    query = sa.select(automations).where(automations.c.organization_id == organization_id)
-    rows, next_cursor = await fetch_cursor_page(conn, query, automations.c.id, params)
-    return [_from_row(row._mapping) for row in rows], next_cursor
-
-
-async def save(conn: Conn, automation: Automation) -> None:
-    """Writes every mutable field of ``automation`` back to its row."""
-    await conn.execute(
-        automations.update()
-        .where(automations.c.id == automation.id)
-        .values(
-            name=automation.name,
-            enabled=automation.enabled,
-            trigger_type=automation.trigger_type,
-            trigger=automation.trigger,
-            action=automation.action,
-            next_run_at=automation.next_run_at,
-            last_triggered_at=automation.last_triggered_at,
-            last_error=automation.last_error,
-            updated_at=automation.updated_at,
-        )
-    )
-
-
-async def record_firing(
-    conn: Conn,
-    automation_id: str,
-    *,
-    at: datetime,
-    next_run_at: datetime | None,
-    error: Mapping[str, str] | None,
-) -> None:
-    """A firing's marks, left by the firing's own transaction (not an edit: ``updated_at`` stays)."""
-    await conn.execute(
-        automations.update()
-        .where(automations.c.id == automation_id)
-        .values(last_triggered_at=at, next_run_at=next_run_at, last_error=dict(error) if error else None)
-    )
-
-
-async def delete(conn: Conn, organization_id: str, automation_id: str) -> None:
-    await conn.execute(
-        automations.delete().where(
-            automations.c.id == automation_id, automations.c.organization_id == organization_id
-        )
-    )
-
-
-async def due(conn: Conn, now: datetime, limit: int) -> list[str]:
-    """Enabled schedules whose time has come, the longest overdue first."""
-    query = (
-        sa.select(automations.c.id)
-        .where(
-            automations.c.next_run_at <= now,
-            automations.c.enabled.is_(True),
-            automations.c.trigger_type == "schedule",
-        )
-        .order_by(automations.c.next_run_at)
-        .limit(limit)
-    )
-    return list((await conn.execute(query)).scalars())
-
-
-async def log_triggered(conn: Conn) -> list[Automation]:
-    """Every enabled log-triggered automation, of every organization (the matcher keeps them in memory)."""
-    query = sa.select(automations).where(automations.c.trigger_type == "log", automations.c.enabled.is_(True))
-    return [_from_row(row) for row in (await conn.execute(query)).mappings()]
 
 
 def owe_firings(
@@ -165,19 +202,3 @@ def owe_firings(
     caller's transaction, the log writer's: a plain connection, since it runs on the writer's thread. An
     automation already owed one keeps it (``insert_or_ignore``: the database's, from the composition root)."""
     connection.execute(insert_or_ignore(automation_firings, ["automation_id"]), list(firings))
-
-
-async def take_firing(conn: Conn, automation_id: str) -> dict[str, Any] | None:
-    """The record of the firing owed for the automation, now no longer owed (once the transaction
-    commits); None if none is. Lock the automation first: its deletion removes this row after it."""
-    where = automation_firings.c.automation_id == automation_id
-    row = (await conn.execute(sa.select(automation_firings.c.record).where(where).with_for_update())).first()
-    if row is None:
-        return None
-    await conn.execute(automation_firings.delete().where(where))
-    return dict(row.record)
-
-
-async def owed_firings(conn: Conn) -> list[str]:
-    """Automations owed a firing (left by a process that stopped before firing them, or not yet fired)."""
-    return list((await conn.execute(sa.select(automation_firings.c.automation_id))).scalars())

@@ -58,7 +58,7 @@ class Scheduler:
         while True:
             now = self._clock.now()
             async with self._db.transaction(write=False) as conn:
-                due = await repository.due(conn, now, _BATCH)
+                due = await repository.AutomationsAcrossOrganizations(conn).due(now, _BATCH)
             for automation_id in due:
                 fired += await self._fire(automation_id, now)
             if len(due) < _BATCH:

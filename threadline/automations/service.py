@@ -17,8 +17,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from threadline.automations import repository
-from threadline.automations.repository import Automation
+from threadline.automations.repository import Automation, AutomationRepository, AutomationsAcrossOrganizations
 from threadline.automations.schedule import next_time
 from threadline.automations.schemas import ActionIn, AutomationCreate, TriggerIn
 from threadline.billing.prices import Prices
@@ -27,7 +26,7 @@ from threadline.kit.errors import ApiError, Conflict, NotFound, Reason
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams
 from threadline.kit.signals import SignalBus
-from threadline.organizations import repository as organizations
+from threadline.organizations.repository import OrganizationRepository
 from threadline.projects.repository import ProjectRepository
 from threadline.runs.repository import Run
 from threadline.runs.service import create_run
@@ -58,7 +57,7 @@ async def create_automation(
         created_at=now,
         updated_at=now,
     )
-    await repository.insert(conn, automation)
+    await AutomationRepository(conn, organization_id).insert(automation)
     after_commit(conn, changed)
     return automation
 
@@ -66,7 +65,7 @@ async def create_automation(
 async def get_automation(
     conn: Conn, organization_id: str, automation_id: str, *, lock: bool = False
 ) -> Automation:
-    automation = await repository.get(conn, organization_id, automation_id, lock=lock)
+    automation = await AutomationRepository(conn, organization_id).get(automation_id, lock=lock)
     if automation is None:
         raise NotFound(f"Automation {automation_id} was not found.")
     return automation
@@ -75,7 +74,7 @@ async def get_automation(
 async def list_automations(
     conn: Conn, organization_id: str, params: CursorParams
 ) -> tuple[Sequence[Automation], str | None]:
-    return await repository.page(conn, organization_id, params)
+    return await AutomationRepository(conn, organization_id).page(params)
 
 
 async def update_automation(
@@ -103,7 +102,7 @@ async def update_automation(
     if updated.trigger != current.trigger or updated.enabled != current.enabled:
         # From now: ticks missed while disabled are not made up when enabled again.
         updated = replace(updated, next_run_at=_next_run(updated.trigger, updated.enabled, now))
-    await repository.save(conn, updated)
+    await AutomationsAcrossOrganizations(conn).save(updated)
     after_commit(conn, changed)
     return updated
 
@@ -112,7 +111,7 @@ async def delete_automation(
     conn: Conn, organization_id: str, automation_id: str, *, changed: Changed
 ) -> Automation:
     automation = await get_automation(conn, organization_id, automation_id, lock=True)
-    await repository.delete(conn, organization_id, automation_id)
+    await AutomationRepository(conn, organization_id).delete(automation_id)
     after_commit(conn, changed)
     return automation
 
@@ -124,8 +123,8 @@ async def trigger_now(
     are the request's. The schedule keeps its next time."""
     automation = await get_automation(conn, organization_id, automation_id, lock=True)
     run = await _start_run(conn, signals, prices, automation, "manual", None)
-    await repository.record_firing(
-        conn, automation.id, at=now, next_run_at=automation.next_run_at, error=None
+    await AutomationsAcrossOrganizations(conn).record_firing(
+        automation.id, at=now, next_run_at=automation.next_run_at, error=None
     )
     return run
 
@@ -135,12 +134,13 @@ async def fire_schedule(
 ) -> Run | None:
     """The schedule's firing if it is (still) due at ``now``; None if another scheduler took it first.
     However many ticks were missed, it fires once and is next due after ``now``."""
-    automation = await repository.get(conn, None, automation_id, lock=True)
+    across = AutomationsAcrossOrganizations(conn)
+    automation = await across.get(automation_id, lock=True)
     if automation is None or not _is_due(automation, now):
         return None
     run = await _start_run(conn, signals, prices, automation, "schedule", None)
-    await repository.record_firing(
-        conn, automation.id, at=now, next_run_at=_next_run(automation.trigger, True, now), error=None
+    await across.record_firing(
+        automation.id, at=now, next_run_at=_next_run(automation.trigger, True, now), error=None
     )
     return run
 
@@ -152,14 +152,15 @@ async def fire_log(
     with the matching record, unless the automation is disabled or cooling down (then the firing is
     dropped). With the run, when the automation last fired as of this transaction (for the caller's own
     cooldown estimate)."""
-    automation = await repository.get(conn, None, automation_id, lock=True)
+    across = AutomationsAcrossOrganizations(conn)
+    automation = await across.get(automation_id, lock=True)
     if automation is None:
         return None, None
-    record = await repository.take_firing(conn, automation_id)
+    record = await across.take_firing(automation_id)
     if record is None or not _may_fire_on_log(automation, now):
         return None, automation.last_triggered_at
     run = await _start_run(conn, signals, prices, automation, "log", record)
-    await repository.record_firing(conn, automation.id, at=now, next_run_at=None, error=None)
+    await across.record_firing(automation.id, at=now, next_run_at=None, error=None)
     return run, now
 
 
@@ -170,19 +171,20 @@ async def firing_failed(
     counts the firing as done: a schedule moves to its next time, a log trigger's cooldown starts (and
     its firing is no longer owed). False when the automation changed meanwhile (deleted, disabled, fired
     by another process)."""
-    automation = await repository.get(conn, None, automation_id, lock=True)
+    across = AutomationsAcrossOrganizations(conn)
+    automation = await across.get(automation_id, lock=True)
     if automation is None:
         return False
     if kind == "schedule" and not _is_due(automation, now):
         return False
     if kind == "log" and (
-        await repository.take_firing(conn, automation_id) is None or not _may_fire_on_log(automation, now)
+        await across.take_firing(automation_id) is None or not _may_fire_on_log(automation, now)
     ):
         return False
     next_run_at = _next_run(automation.trigger, True, now) if kind == "schedule" else None
     code = error.reason or error.code
-    await repository.record_firing(
-        conn, automation.id, at=now, next_run_at=next_run_at, error={"code": code, "message": error.message}
+    await across.record_firing(
+        automation.id, at=now, next_run_at=next_run_at, error={"code": code, "message": error.message}
     )
     return True
 
@@ -217,7 +219,7 @@ async def _start_run(
     kind: Firing,
     record: Mapping[str, Any] | None,
 ) -> Run:
-    organization = await organizations.get(conn, automation.organization_id)
+    organization = await OrganizationRepository(conn).get(automation.organization_id)
     assert organization is not None  # the automation goes with its organization
     thread_id: str | None = automation.action["threadId"]
     if thread_id is None:

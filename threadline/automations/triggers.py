@@ -138,7 +138,7 @@ class LogTriggers:
         self._reloads_begun += 1
         generation = self._reloads_begun
         async with self._db.transaction(write=False) as conn:
-            loaded = await repository.log_triggered(conn)
+            loaded = await repository.AutomationsAcrossOrganizations(conn).log_triggered()
         if generation < self._reload_applied:
             return
         self._reload_applied = generation
@@ -199,7 +199,7 @@ class LogTriggers:
     async def sweep(self) -> None:
         """Fires what is owed, whoever owed it (a process that stopped before firing included)."""
         async with self._db.transaction(write=False) as conn:
-            owed = await repository.owed_firings(conn)
+            owed = await repository.AutomationsAcrossOrganizations(conn).owed_firings()
         for automation_id in owed:
             self._kick(automation_id)
 

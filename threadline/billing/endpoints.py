@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from threadline.billing import ledger
+from threadline.billing import service
 from threadline.billing.schemas import BalanceOut, TransactionOut, TransactionPage
 from threadline.keys.auth import principal_of
 from threadline.kit.deps import ConnDep, PageDep
@@ -22,7 +22,7 @@ router = APIRouter(prefix="/v1/billing", tags=["billing"])
 )
 async def list_transactions(request: Request, conn: ConnDep, page: PageDep) -> TransactionPage:
     """The organization's ledger, newest first, page by page (`pagination.total` counts every entry)."""
-    entries, total = await ledger.page(conn, principal_of(request).organization_id, page)
+    entries, total = await service.list_transactions(conn, principal_of(request).organization_id, page)
     return TransactionPage(
         data=[TransactionOut.of(entry) for entry in entries],
         pagination=LedgerPagination(
@@ -36,4 +36,4 @@ async def list_transactions(request: Request, conn: ConnDep, page: PageDep) -> T
 )
 async def get_balance(request: Request, conn: ConnDep) -> BalanceOut:
     """The sum of the ledger: credits granted minus runs charged."""
-    return BalanceOut.of(await ledger.balance(conn, principal_of(request).organization_id))
+    return BalanceOut.of(await service.get_balance(conn, principal_of(request).organization_id))

@@ -59,69 +59,77 @@ class Balance:
     updated_at: datetime | None
 
 
-async def post(
-    conn: Conn,
-    organization_id: str,
-    type_: TransactionType,
-    amount: int,
-    description: str,
-    *,
-    run_id: str | None = None,
-) -> Transaction:
-    """Appends one entry; ``amount`` is signed (credits positive, debits zero or negative)."""
-    if (type_ == "credit") != (amount > 0) and not (type_ == "debit" and amount == 0):
-        raise ValueError(f"a {type_} of {amount} credits")
-    now = utcnow()
-    moved = (
-        await conn.execute(_MOVE, {"organization_id": organization_id, "amount": amount, "now": now})
-    ).one()
-    entry = Transaction(
-        id=new_id("txn"),
-        organization_id=organization_id,
-        type=type_,
-        amount=amount,
-        balance_after=int(moved.balance),
-        description=description,
-        run_id=run_id,
-        created_at=now,
-    )
-    await conn.execute(
-        billing_transactions.insert().values(
-            id=entry.id,
-            organization_id=organization_id,
-            seq=int(moved.entries),
+class LedgerRepository:
+    """The ledger of one organization."""
+
+    __slots__ = ("_conn", "_organization_id")
+
+    def __init__(self, conn: Conn, organization_id: str) -> None:
+        self._conn = conn
+        self._organization_id = organization_id
+
+    async def post(
+        self,
+        type_: TransactionType,
+        amount: int,
+        description: str,
+        *,
+        run_id: str | None = None,
+    ) -> Transaction:
+        """Appends one entry; ``amount`` is signed (credits positive, debits zero or negative)."""
+        if (type_ == "credit") != (amount > 0) and not (type_ == "debit" and amount == 0):
+            raise ValueError(f"a {type_} of {amount} credits")
+        now = utcnow()
+        moved = (
+            await self._conn.execute(
+                _MOVE, {"organization_id": self._organization_id, "amount": amount, "now": now}
+            )
+        ).one()
+        entry = Transaction(
+            id=new_id("txn"),
+            organization_id=self._organization_id,
             type=type_,
             amount=amount,
-            balance_after=entry.balance_after,
+            balance_after=int(moved.balance),
             description=description,
             run_id=run_id,
             created_at=now,
         )
-    )
-    return entry
-
-
-async def balance(conn: Conn, organization_id: str) -> Balance:
-    row = (
-        await conn.execute(
-            sa.select(billing_accounts.c.balance, billing_accounts.c.updated_at).where(
-                billing_accounts.c.organization_id == organization_id
+        await self._conn.execute(
+            billing_transactions.insert().values(
+                id=entry.id,
+                organization_id=self._organization_id,
+                seq=int(moved.entries),
+                type=type_,
+                amount=amount,
+                balance_after=entry.balance_after,
+                description=description,
+                run_id=run_id,
+                created_at=now,
             )
         )
-    ).first()
-    return Balance(0, None) if row is None else Balance(int(row.balance), row.updated_at)
+        return entry
 
+    async def balance(self) -> Balance:
+        row = (
+            await self._conn.execute(
+                sa.select(billing_accounts.c.balance, billing_accounts.c.updated_at).where(
+                    billing_accounts.c.organization_id == self._organization_id
+                )
+            )
+        ).first()
+        return Balance(0, None) if row is None else Balance(int(row.balance), row.updated_at)
 
-async def page(conn: Conn, organization_id: str, params: PageParams) -> tuple[Sequence[Transaction], int]:
-    """Newest first (in the order entries were applied to the balance), with the total the page is a
-    window of."""
-    query = (
-        sa.select(billing_transactions)
-        .where(billing_transactions.c.organization_id == organization_id)
-        .order_by(billing_transactions.c.seq.desc())
-    )
-    rows, total = await fetch_numbered_page(conn, query, params)
-    return [_from_row(row._mapping) for row in rows], total
+    async def page(self, params: PageParams) -> tuple[Sequence[Transaction], int]:
+        """Newest first (in the order entries were applied to the balance), with the total the page is a
+        window of."""
+        query = (
+            sa.select(billing_transactions)
+            .where(billing_transactions.c.organization_id == self._organization_id)
+            .order_by(billing_transactions.c.seq.desc())
+        )
+        rows, total = await fetch_numbered_page(self._conn, query, params)
+        return [_from_row(row._mapping) for row in rows], total
 
 
 def _from_row(row: sa.RowMapping) -> Transaction:

@@ -93,8 +93,8 @@ def init(
     """Create the database, organization `default`, project `default`, the owner login and two keys."""
     import sqlalchemy as sa
 
-    from threadline.organizations import repository as org_repository
     from threadline.organizations import service as org_service
+    from threadline.organizations.repository import OrganizationRepository
     from threadline.organizations.tables import organizations
     from threadline.users import service as users
 
@@ -105,7 +105,7 @@ def init(
         if not await db.run_sync(lambda sync: sa.inspect(sync).has_table(organizations.name)):
             return False
         async with db.transaction(write=False) as conn:
-            return await org_repository.count(conn) > 0
+            return await OrganizationRepository(conn).count() > 0
 
     if _run(settings, initialised):
         fail(refusal)  # before migrating: an existing database is left exactly as it was
@@ -114,7 +114,7 @@ def init(
 
     async def work(db: Database) -> dict[str, Any]:
         async with db.transaction() as conn:
-            if await org_repository.count(conn) > 0:  # another init won the race
+            if await OrganizationRepository(conn).count() > 0:  # another init won the race
                 fail(refusal)
             new = await org_service.create_organization(conn, "default")
             owner = await users.create_owner(conn, new.organization.id, owner_email, password)
@@ -277,9 +277,9 @@ def grant_credits(
     json_output: Annotated[bool, typer.Option("--json", help="The transaction as JSON.")] = False,
 ) -> None:
     """Add credits to an organization: one credit entry in its ledger, counted at once."""
-    from threadline.billing import ledger
+    from threadline.billing.ledger import LedgerRepository
     from threadline.billing.schemas import TransactionOut
-    from threadline.organizations import repository as org_repository
+    from threadline.organizations.repository import OrganizationRepository
 
     if not 0 < amount <= _MAX_GRANT:
         fail(
@@ -291,9 +291,9 @@ def grant_credits(
 
     async def work(db: Database) -> dict[str, Any]:
         async with db.transaction() as conn:
-            if await org_repository.get(conn, org_id) is None:
+            if await OrganizationRepository(conn).get(org_id) is None:
                 fail(f"organization {org_id} was not found")
-            entry = await ledger.post(conn, org_id, "credit", amount, text)
+            entry = await LedgerRepository(conn, org_id).post("credit", amount, text)
         return TransactionOut.of(entry).model_dump(mode="json", by_alias=True)
 
     data = _run(settings, work)

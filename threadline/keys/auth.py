@@ -101,7 +101,7 @@ class KeyAuthenticator:
     async def _fetch(self, digest: str) -> Principal | None:
         started = time.monotonic()
         async with self._db.transaction(write=False) as conn:
-            found = await repository.find_by_hash(conn, digest)
+            found = await repository.KeysAcrossOrganizations(conn).find_by_hash(digest)
         if found is None:
             self._cache.pop(digest, None)
             return None
@@ -139,8 +139,8 @@ class KeyAuthenticator:
             return
         try:
             async with self._db.transaction() as conn:
-                await repository.record_usage(
-                    conn, {key_id: datetime.fromtimestamp(at, UTC) for key_id, at in used.items()}
+                await repository.KeysAcrossOrganizations(conn).record_usage(
+                    {key_id: datetime.fromtimestamp(at, UTC) for key_id, at in used.items()}
                 )
         except BaseException:
             for key_id, at in used.items():

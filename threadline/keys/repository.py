@@ -1,5 +1,5 @@
-"""API key queries. Every query is scoped to one organization, except ``find_by_hash``, which is how an
-organization is discovered from a credential in the first place."""
+"""API key queries. Every query is scoped to one organization (``KeyRepository``), except the
+authenticator's (``KeysAcrossOrganizations``)."""
 
 from __future__ import annotations
 
@@ -39,41 +39,53 @@ def _from_row(row: sa.RowMapping) -> ApiKey:
     return ApiKey(**{c.key: row[c.key] for c in _KEY_COLUMNS})
 
 
-async def insert(conn: Conn, key: ApiKey, key_hash: str) -> None:
-    values = {c.key: getattr(key, c.key) for c in _KEY_COLUMNS}
-    await conn.execute(api_keys.insert().values(**values, key_hash=key_hash))
+class KeysAcrossOrganizations:
+    """Keys found without knowing their organization: a credential is how an organization is discovered
+    in the first place, and the authenticator records the use of every organization's keys at once."""
 
+    __slots__ = ("_conn",)
 
-async def find_by_hash(conn: Conn, key_hash: str) -> tuple[ApiKey, Organization] | None:
-    query = (
-        sa.select(*_KEY_COLUMNS, *org_repository.columns("org_"))
-        .join(organizations, organizations.c.id == api_keys.c.organization_id)
-        .where(api_keys.c.key_hash == key_hash)
-    )
-    row = (await conn.execute(query)).mappings().first()
-    if row is None:
-        return None
-    return _from_row(row), org_repository.from_row(row, "org_")
+    def __init__(self, conn: Conn) -> None:
+        self._conn = conn
 
-
-async def record_usage(conn: Conn, used: Mapping[str, datetime]) -> None:
-    if not used:
-        return
-    statement = (
-        api_keys.update()
-        .where(
-            api_keys.c.id == sa.bindparam("key_id"),
-            sa.or_(api_keys.c.last_used_at.is_(None), api_keys.c.last_used_at < sa.bindparam("used_at")),
+    async def find_by_hash(self, key_hash: str) -> tuple[ApiKey, Organization] | None:
+        query = (
+            sa.select(*_KEY_COLUMNS, *org_repository.columns("org_"))
+            .join(organizations, organizations.c.id == api_keys.c.organization_id)
+            .where(api_keys.c.key_hash == key_hash)
         )
-        .values(last_used_at=sa.bindparam("used_at"))
-    )
-    await conn.execute(statement, [{"key_id": k, "used_at": t} for k, t in sorted(used.items())])
+        row = (await self._conn.execute(query)).mappings().first()
+        if row is None:
+            return None
+        return _from_row(row), org_repository.from_row(row, "org_")
+
+    async def record_usage(self, used: Mapping[str, datetime]) -> None:
+        if not used:
+            return
+        statement = (
+            api_keys.update()
+            .where(
+                api_keys.c.id == sa.bindparam("key_id"),
+                sa.or_(api_keys.c.last_used_at.is_(None), api_keys.c.last_used_at < sa.bindparam("used_at")),
+            )
+            .values(last_used_at=sa.bindparam("used_at"))
+        )
+        await self._conn.execute(statement, [{"key_id": k, "used_at": t} for k, t in sorted(used.items())])
 
 
 class KeyRepository:
+    """The keys of one organization."""
+
+    __slots__ = ("_conn", "_organization_id")
+
     def __init__(self, conn: Conn, organization_id: str) -> None:
         self._conn = conn
         self._organization_id = organization_id
+
+    async def insert(self, key: ApiKey, key_hash: str) -> None:
+        values = {c.key: getattr(key, c.key) for c in _KEY_COLUMNS}
+        values["organization_id"] = self._organization_id
+        await self._conn.execute(api_keys.insert().values(**values, key_hash=key_hash))
 
     def _scoped(self) -> sa.Select[tuple[object, ...]]:
         return sa.select(*_KEY_COLUMNS).where(api_keys.c.organization_id == self._organization_id)

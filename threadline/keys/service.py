@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from threadline.keys import repository
 from threadline.keys.auth import KEY_REVOKED
 from threadline.keys.repository import ApiKey, KeyRepository
 from threadline.keys.tokens import KeyType, generate_key, hash_key
@@ -49,7 +48,7 @@ async def create_key(
         last_used_at=None,
         revoked_at=None,
     )
-    await repository.insert(conn, key, hash_key(value))
+    await KeyRepository(conn, organization_id).insert(key, hash_key(value))
     return key, value
 
 

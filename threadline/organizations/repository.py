@@ -48,34 +48,39 @@ def from_row(row: sa.RowMapping, prefix: str = "") -> Organization:
     )
 
 
-async def insert(conn: Conn, name: str) -> Organization:
-    now = utcnow()
-    org = Organization(id=new_id("org"), name=name, rate_limit_per_minute=None, created_at=now)
-    await conn.execute(
-        organizations.insert().values(
-            id=org.id, name=name, created_at=now, updated_at=now, billing_enforced=False
+class OrganizationRepository:
+    """Organization rows by id. Not bound to an organization as the other domains' repositories are: the
+    organization is the tenant itself, so its callers are the ones that find or make tenants (the
+    operator's CLI, authentication, an automation's firing) or a request naming its own organization."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Conn) -> None:
+        self._conn = conn
+
+    async def insert(self, name: str) -> Organization:
+        now = utcnow()
+        org = Organization(id=new_id("org"), name=name, rate_limit_per_minute=None, created_at=now)
+        await self._conn.execute(
+            organizations.insert().values(
+                id=org.id, name=name, created_at=now, updated_at=now, billing_enforced=False
+            )
         )
-    )
-    return org
+        return org
 
+    async def update(self, organization_id: str, values: dict[str, object]) -> bool:
+        result = await self._conn.execute(
+            organizations.update()
+            .where(organizations.c.id == organization_id)
+            .values(**values, updated_at=utcnow())
+        )
+        return result.rowcount == 1
 
-async def update(conn: Conn, organization_id: str, values: dict[str, object]) -> bool:
-    result = await conn.execute(
-        organizations.update()
-        .where(organizations.c.id == organization_id)
-        .values(**values, updated_at=utcnow())
-    )
-    return result.rowcount == 1
+    async def get(self, organization_id: str) -> Organization | None:
+        query = sa.select(organizations).where(organizations.c.id == organization_id)
+        row = (await self._conn.execute(query)).mappings().first()
+        return from_row(row) if row else None
 
-
-async def get(conn: Conn, organization_id: str) -> Organization | None:
-    row = (
-        (await conn.execute(sa.select(organizations).where(organizations.c.id == organization_id)))
-        .mappings()
-        .first()
-    )
-    return from_row(row) if row else None
-
-
-async def count(conn: Conn) -> int:
-    return int((await conn.execute(sa.select(sa.func.count()).select_from(organizations))).scalar_one())
+    async def count(self) -> int:
+        query = sa.select(sa.func.count()).select_from(organizations)
+        return int((await self._conn.execute(query)).scalar_one())

@@ -10,8 +10,7 @@ from threadline.keys.service import create_key
 from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import NotFound
 from threadline.kit.signals import SignalBus
-from threadline.organizations import repository
-from threadline.organizations.repository import Organization
+from threadline.organizations.repository import Organization, OrganizationRepository
 from threadline.projects.repository import Project
 from threadline.projects.service import create_project
 
@@ -28,7 +27,7 @@ class NewOrganization:
 
 async def create_organization(conn: Conn, name: str) -> NewOrganization:
     """An organization ready to use: its ``default`` project and one key of each type."""
-    org = await repository.insert(conn, name)
+    org = await OrganizationRepository(conn).insert(name)
     project = await create_project(conn, org.id, "default")
     secret, secret_value = await create_key(conn, org.id, name="default secret key", key_type="secret")
     public, public_value = await create_key(
@@ -40,13 +39,13 @@ async def create_organization(conn: Conn, name: str) -> NewOrganization:
 async def set_rate_limit(
     conn: Conn, signals: SignalBus, organization_id: str, per_minute: int
 ) -> Organization:
-    if not await repository.update(conn, organization_id, {"rate_limit_per_minute": per_minute}):
+    if not await OrganizationRepository(conn).update(organization_id, {"rate_limit_per_minute": per_minute}):
         raise NotFound(f"Organization {organization_id} was not found.")
 
     async def announce() -> None:
         await signals.publish(ORG_UPDATED, organization_id)
 
     after_commit(conn, announce)
-    org = await repository.get(conn, organization_id)
+    org = await OrganizationRepository(conn).get(organization_id)
     assert org is not None
     return org

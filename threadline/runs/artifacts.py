@@ -34,24 +34,32 @@ def _from_row(row: sa.RowMapping) -> Artifact:
     return Artifact(**{column.key: row[column.key] for column in artifacts.c})
 
 
-async def insert(conn: Conn, artifact: Artifact) -> None:
-    await conn.execute(artifacts.insert().values(**asdict(artifact)))
+class ArtifactRepository:
+    """The artifacts of one organization's runs."""
 
+    __slots__ = ("_conn", "_organization_id")
 
-async def get(conn: Conn, organization_id: str, artifact_id: str) -> Artifact | None:
-    query = sa.select(artifacts).where(
-        artifacts.c.id == artifact_id, artifacts.c.organization_id == organization_id
-    )
-    row = (await conn.execute(query)).mappings().first()
-    return _from_row(row) if row else None
+    def __init__(self, conn: Conn, organization_id: str) -> None:
+        self._conn = conn
+        self._organization_id = organization_id
 
+    async def insert(self, artifact: Artifact) -> None:
+        values = {**asdict(artifact), "organization_id": self._organization_id}
+        await self._conn.execute(artifacts.insert().values(**values))
 
-async def page_of_run(
-    conn: Conn, organization_id: str, run_id: str, params: CursorParams
-) -> tuple[Sequence[Artifact], str | None]:
-    """Oldest first: the order the run made them."""
-    query = sa.select(artifacts).where(
-        artifacts.c.run_id == run_id, artifacts.c.organization_id == organization_id
-    )
-    rows, next_cursor = await fetch_cursor_page(conn, query, artifacts.c.id, params, newest_first=False)
-    return [_from_row(row._mapping) for row in rows], next_cursor
+    async def get(self, artifact_id: str) -> Artifact | None:
+        query = sa.select(artifacts).where(
+            artifacts.c.id == artifact_id, artifacts.c.organization_id == self._organization_id
+        )
+        row = (await self._conn.execute(query)).mappings().first()
+        return _from_row(row) if row else None
+
+    async def page_of_run(self, run_id: str, params: CursorParams) -> tuple[Sequence[Artifact], str | None]:
+        """Oldest first: the order the run made them."""
+        query = sa.select(artifacts).where(
+            artifacts.c.run_id == run_id, artifacts.c.organization_id == self._organization_id
+        )
+        rows, next_cursor = await fetch_cursor_page(
+            self._conn, query, artifacts.c.id, params, newest_first=False
+        )
+        return [_from_row(row._mapping) for row in rows], next_cursor

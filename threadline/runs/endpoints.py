@@ -10,16 +10,13 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from threadline.billing.prices import Prices
 from threadline.keys.auth import principal_of
 from threadline.kit.deps import ConnDep, CursorDep, get_services
-from threadline.kit.errors import BadRequest, NotFound, Reason
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
 from threadline.kit.signals import SignalBus
 from threadline.kit.sse import DONE, EventStreamResponse, resume_cursor
-from threadline.runs import artifacts, repository, service
-from threadline.runs.events import parse_cursor
+from threadline.runs import service
 from threadline.runs.feeds import RunFeeds
 from threadline.runs.schemas import ArtifactOut, RunCreate, RunOut
-from threadline.threads.service import get_thread
 
 
 class RunServices(Protocol):
@@ -128,10 +125,8 @@ async def stream_run(
     """The run's events as they happen; a finished run's are replayed. With `cursor` (or `Last-Event-ID`),
     resumes strictly after that event: nothing lost, nothing repeated."""
     organization_id = principal_of(request).organization_id
-    run = await service.get_run(conn, organization_id, runId)
-    cursor_run, after = _resume_point(cursor, last_event_id)
-    if cursor_run not in (None, run.id):
-        raise BadRequest(f"The cursor belongs to another run than {run.id}.", reason=Reason.INVALID_CURSOR)
+    position = resume_cursor(cursor, last_event_id)
+    run, after = await service.run_to_stream(conn, organization_id, runId, position)
     return EventStreamResponse(services.run_feeds.stream(organization_id, run.id, after))
 
 
@@ -153,28 +148,11 @@ async def stream_thread(
     active, a replay of its latest run; with no run at all, `[DONE]` at once. The stream follows one run
     and ends with it; open it again for the next. A `cursor` resumes the run it came from."""
     organization_id = principal_of(request).organization_id
-    thread = await get_thread(conn, organization_id, threadId)
-    cursor_run, after = _resume_point(cursor, last_event_id)
-    if cursor_run is not None:
-        run = await repository.get(conn, organization_id, cursor_run)
-        if run is None or run.thread_id != thread.id:
-            raise BadRequest(
-                f"The cursor belongs to no run of thread {thread.id}.", reason=Reason.INVALID_CURSOR
-            )
-    elif thread.active_run_id is not None:
-        run = await repository.get(conn, organization_id, thread.active_run_id)
-    else:
-        run = await repository.latest_of_thread(conn, organization_id, thread.id)
+    position = resume_cursor(cursor, last_event_id)
+    run, after = await service.run_to_follow(conn, organization_id, threadId, position)
     if run is None:
         return EventStreamResponse(_done())
     return EventStreamResponse(services.run_feeds.stream(organization_id, run.id, after))
-
-
-def _resume_point(cursor: str | None, last_event_id: str | None) -> tuple[str | None, int]:
-    """The run a stream resumes and the event it resumes after (``?cursor=`` wins over ``Last-Event-ID``);
-    no run and 0 without either."""
-    position = resume_cursor(cursor, last_event_id)
-    return parse_cursor(position) if position else (None, 0)
 
 
 async def _done() -> AsyncIterator[bytes]:
@@ -191,9 +169,9 @@ async def list_artifacts(
     runId: str, request: Request, conn: ConnDep, page: CursorDep
 ) -> CursorPage[ArtifactOut]:
     """The run's artifacts, oldest first."""
-    organization_id = principal_of(request).organization_id
-    await service.get_run(conn, organization_id, runId)
-    found, next_cursor = await artifacts.page_of_run(conn, organization_id, runId, page)
+    found, next_cursor = await service.list_artifacts(
+        conn, principal_of(request).organization_id, runId, page
+    )
     return CursorPage(data=[ArtifactOut.of(a) for a in found], next_cursor=next_cursor)
 
 
@@ -204,7 +182,4 @@ async def list_artifacts(
     responses=errors(404, *AUTHENTICATED),
 )
 async def get_artifact(artifactId: str, request: Request, conn: ConnDep) -> ArtifactOut:
-    artifact = await artifacts.get(conn, principal_of(request).organization_id, artifactId)
-    if artifact is None:
-        raise NotFound(f"Artifact {artifactId} was not found.")
-    return ArtifactOut.of(artifact)
+    return ArtifactOut.of(await service.get_artifact(conn, principal_of(request).organization_id, artifactId))

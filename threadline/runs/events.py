@@ -70,36 +70,44 @@ def frame(run_id: str, event_seq: int, data: str) -> bytes:
     return f"id: {cursor_of(run_id, event_seq)}\ndata: {data}\n\n".encode()
 
 
-async def insert(conn: Conn, organization_id: str, run_id: str, events: Sequence[Event]) -> None:
-    if not events:
-        return
-    await conn.execute(
-        run_events.insert(),
-        [
-            {
-                "run_id": run_id,
-                "seq": event.seq,
-                "organization_id": organization_id,
-                "type": event.type,
-                "data": event.data,
-                "created_at": event.created_at,
-            }
-            for event in events
-        ],
-    )
+class EventRepository:
+    """The stored events of one organization's runs."""
 
+    __slots__ = ("_conn", "_organization_id")
 
-async def after(conn: Conn, organization_id: str, run_id: str, seq: int) -> list[Event]:
-    query = (
-        sa.select(run_events.c.seq, run_events.c.type, run_events.c.data, run_events.c.created_at)
-        .where(
-            run_events.c.run_id == run_id,
-            run_events.c.organization_id == organization_id,
-            run_events.c.seq > seq,
+    def __init__(self, conn: Conn, organization_id: str) -> None:
+        self._conn = conn
+        self._organization_id = organization_id
+
+    async def insert(self, run_id: str, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        await self._conn.execute(
+            run_events.insert(),
+            [
+                {
+                    "run_id": run_id,
+                    "seq": event.seq,
+                    "organization_id": self._organization_id,
+                    "type": event.type,
+                    "data": event.data,
+                    "created_at": event.created_at,
+                }
+                for event in events
+            ],
         )
-        .order_by(run_events.c.seq)
-    )
-    return [Event(row.seq, row.type, row.data, row.created_at) for row in await conn.execute(query)]
+
+    async def after(self, run_id: str, seq: int) -> list[Event]:
+        query = (
+            sa.select(run_events.c.seq, run_events.c.type, run_events.c.data, run_events.c.created_at)
+            .where(
+                run_events.c.run_id == run_id,
+                run_events.c.organization_id == self._organization_id,
+                run_events.c.seq > seq,
+            )
+            .order_by(run_events.c.seq)
+        )
+        return [Event(row.seq, row.type, row.data, row.created_at) for row in await self._conn.execute(query)]
 
 
 def announcement(organization_id: str, run_id: str, events: Sequence[Event]) -> str:

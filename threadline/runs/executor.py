@@ -36,9 +36,9 @@ from threadline.kit.db import Conn, Database
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.waiting import wait_event
 from threadline.messages.repository import MessageRepository
-from threadline.runs import events, repository, service
+from threadline.runs import events, service
 from threadline.runs.recorder import RunAborted, RunRecorder, announce
-from threadline.runs.repository import Run, Status
+from threadline.runs.repository import Run, RunsAcrossOrganizations, Status
 from threadline.runs.service import RUN_CANCELLED, RUNS_QUEUED
 from threadline.search.backend import SearchBackend
 
@@ -144,7 +144,9 @@ class RunExecutor:
 
     async def _renew(self) -> None:
         async with self._db.transaction() as conn:
-            held = await repository.renew_leases(conn, self.owner, self._running, utcnow() + self._lease)
+            held = await RunsAcrossOrganizations(conn).renew_leases(
+                self.owner, self._running, utcnow() + self._lease
+            )
         for run_id, task in list(self._running.items()):
             if run_id not in held and not task.done():
                 log.info("run %s is no longer held by this executor; stopping it", run_id)
@@ -155,7 +157,7 @@ class RunExecutor:
         """Ends the runs whose lease lapsed (their executor died); how many it ended."""
         now = utcnow()
         async with self._db.transaction(write=False) as conn:
-            lapsed = await repository.expired(conn, now)
+            lapsed = await RunsAcrossOrganizations(conn).expired(now)
         ended = 0
         for run_id in lapsed:
             async with self._db.transaction() as conn:

@@ -20,8 +20,9 @@ from threadline.kit.db import Database
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING
 from threadline.kit.waiting import wait_event
-from threadline.runs import events, repository
+from threadline.runs import events
 from threadline.runs.events import RUN_COMPLETED, RUN_EVENTS
+from threadline.runs.repository import RunRepository
 
 log = logging.getLogger(__name__)
 
@@ -153,9 +154,11 @@ class RunFeeds:
     async def _read(self, feed: _Feed) -> None:
         feed.stale.clear()
         async with self._db.transaction(write=False) as conn:
-            found = await events.after(conn, feed.organization_id, feed.run_id, len(feed.frames))
+            found = await events.EventRepository(conn, feed.organization_id).after(
+                feed.run_id, len(feed.frames)
+            )
             # Deleted with its thread while streamed: nothing more will come, so the streams end.
-            gone = not found and await repository.get(conn, feed.organization_id, feed.run_id) is None
+            gone = not found and await RunRepository(conn, feed.organization_id).get(feed.run_id) is None
         feed.heard_at = time.monotonic()
         feed.extend([(event.seq, event.type, event.data) for event in found])
         if gone:

@@ -21,8 +21,9 @@ from threadline.agent.models import Usage
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
 from threadline.kit.signals import SignalBus
-from threadline.runs import events, repository
+from threadline.runs import events
 from threadline.runs.events import RUN_EVENTS, Event
+from threadline.runs.repository import RunsAcrossOrganizations
 from threadline.threads.repository import ThreadRepository
 
 log = logging.getLogger(__name__)
@@ -129,8 +130,8 @@ class RunRecorder:
                 await ThreadRepository(conn, self.organization_id).get(self.thread_id, for_update=True)
             for effect in effects:
                 await effect(conn)
-            last = await repository.advance(
-                conn, self.run_id, self._owner, len(batch), usage.input_tokens, usage.output_tokens
+            last = await RunsAcrossOrganizations(conn).advance(
+                self.run_id, self._owner, len(batch), usage.input_tokens, usage.output_tokens
             )
             if last is None:
                 raise RunAborted()
@@ -140,7 +141,7 @@ class RunRecorder:
                 events.render(self.run_id, self.thread_id, first + i, p.type, p.payload, now)
                 for i, p in enumerate(batch)
             ]
-            await events.insert(conn, self.organization_id, self.run_id, made)
+            await events.EventRepository(conn, self.organization_id).insert(self.run_id, made)
         self.event_count = last
         if made:
             await announce(self._signals, events.announcement(self.organization_id, self.run_id, made))

@@ -1,5 +1,6 @@
-"""Run queries. Those an API request makes are scoped to one organization; the executor's claim and lease
-queries reach across organizations (it serves them all) and name runs by id."""
+"""Run queries. Those an API request makes are scoped to one organization (``RunRepository``); the
+executor's claim and lease queries reach across organizations (it serves them all) and name runs by id
+(``RunsAcrossOrganizations``)."""
 
 from __future__ import annotations
 
@@ -70,104 +71,63 @@ def from_row(row: sa.RowMapping) -> Run:
 _COLUMNS = [c for c in runs.c if c.key != "lease_expires_at"]
 
 
-async def insert(conn: Conn, run: Run) -> None:
-    await conn.execute(
-        runs.insert().values(
-            id=run.id,
-            organization_id=run.organization_id,
-            thread_id=run.thread_id,
-            status=run.status,
-            model=run.model,
-            instructions=run.instructions,
-            automation_id=run.automation_id,
-            meta=run.metadata,
-            created_at=run.created_at,
+class RunRepository:
+    """The runs of one organization: what an API request reads and creates."""
+
+    def __init__(self, conn: Conn, organization_id: str) -> None:
+        self._conn = conn
+        self._organization_id = organization_id
+
+    async def insert(self, run: Run) -> None:
+        await self._conn.execute(
+            runs.insert().values(
+                id=run.id,
+                organization_id=self._organization_id,
+                thread_id=run.thread_id,
+                status=run.status,
+                model=run.model,
+                instructions=run.instructions,
+                automation_id=run.automation_id,
+                meta=run.metadata,
+                created_at=run.created_at,
+            )
         )
-    )
 
-
-async def get(conn: Conn, organization_id: str, run_id: str) -> Run | None:
-    query = sa.select(*_COLUMNS).where(runs.c.id == run_id, runs.c.organization_id == organization_id)
-    row = (await conn.execute(query)).mappings().first()
-    return from_row(row) if row else None
-
-
-async def get_any(conn: Conn, run_id: str, *, for_update: bool = False) -> Run | None:
-    """By id alone: for the executor, which serves every organization."""
-    query = sa.select(*_COLUMNS).where(runs.c.id == run_id)
-    if for_update:
-        query = query.with_for_update()
-    row = (await conn.execute(query)).mappings().first()
-    return from_row(row) if row else None
-
-
-async def page_of_thread(
-    conn: Conn, organization_id: str, thread_id: str, params: CursorParams
-) -> tuple[Sequence[Run], str | None]:
-    query = sa.select(*_COLUMNS).where(
-        runs.c.thread_id == thread_id, runs.c.organization_id == organization_id
-    )
-    rows, next_cursor = await fetch_cursor_page(conn, query, runs.c.id, params)
-    return [from_row(row._mapping) for row in rows], next_cursor
-
-
-async def active_of_thread(conn: Conn, organization_id: str, thread_id: str) -> list[Run]:
-    query = (
-        sa.select(*_COLUMNS)
-        .where(
-            runs.c.thread_id == thread_id,
-            runs.c.organization_id == organization_id,
-            runs.c.status.in_(ACTIVE),
+    async def get(self, run_id: str) -> Run | None:
+        query = sa.select(*_COLUMNS).where(
+            runs.c.id == run_id, runs.c.organization_id == self._organization_id
         )
-        .order_by(runs.c.id)
-    )
-    return [from_row(row) for row in (await conn.execute(query)).mappings()]
+        row = (await self._conn.execute(query)).mappings().first()
+        return from_row(row) if row else None
 
+    async def page_of_thread(self, thread_id: str, params: CursorParams) -> tuple[Sequence[Run], str | None]:
+        query = sa.select(*_COLUMNS).where(
+            runs.c.thread_id == thread_id, runs.c.organization_id == self._organization_id
+        )
+        rows, next_cursor = await fetch_cursor_page(self._conn, query, runs.c.id, params)
+        return [from_row(row._mapping) for row in rows], next_cursor
 
-async def latest_of_thread(conn: Conn, organization_id: str, thread_id: str) -> Run | None:
-    query = (
-        sa.select(*_COLUMNS)
-        .where(runs.c.thread_id == thread_id, runs.c.organization_id == organization_id)
-        .order_by(runs.c.id.desc())
-        .limit(1)
-    )
-    row = (await conn.execute(query)).mappings().first()
-    return from_row(row) if row else None
+    async def active_of_thread(self, thread_id: str) -> list[Run]:
+        query = (
+            sa.select(*_COLUMNS)
+            .where(
+                runs.c.thread_id == thread_id,
+                runs.c.organization_id == self._organization_id,
+                runs.c.status.in_(ACTIVE),
+            )
+            .order_by(runs.c.id)
+        )
+        return [from_row(row) for row in (await self._conn.execute(query)).mappings()]
 
-
-async def refresh_active_run(conn: Conn, thread_id: str) -> None:
-    """The thread's ``active_run_id`` from its runs: the running one, else the oldest queued one.
-
-    Called in every transaction that changes a run's status, after locking the thread row, so two
-    transactions never write it from different views of the runs."""
-    active = (
-        sa.select(runs.c.id)
-        .where(runs.c.thread_id == thread_id, runs.c.status.in_(ACTIVE))
-        .order_by(sa.case((runs.c.status == "running", 0), else_=1), runs.c.id)
-        .limit(1)
-        .scalar_subquery()
-    )
-    await conn.execute(threads.update().where(threads.c.id == thread_id).values(active_run_id=active))
-
-
-async def set_status(
-    conn: Conn,
-    run_id: str,
-    status: Status,
-    *,
-    at: datetime,
-    error: tuple[str, str] | None = None,
-    events: int = 0,
-) -> None:
-    """An end (``at`` is ``ended_at``) or the start (``at`` is ``started_at``); ``events`` more events."""
-    values: dict[str, object] = {"status": status, "event_count": runs.c.event_count + events}
-    if status == "running":
-        values["started_at"] = at
-    else:
-        values.update(ended_at=at, lease_owner=None, lease_expires_at=None)
-    if error is not None:
-        values.update(error_code=error[0], error_message=error[1])
-    await conn.execute(runs.update().where(runs.c.id == run_id).values(**values))
+    async def latest_of_thread(self, thread_id: str) -> Run | None:
+        query = (
+            sa.select(*_COLUMNS)
+            .where(runs.c.thread_id == thread_id, runs.c.organization_id == self._organization_id)
+            .order_by(runs.c.id.desc())
+            .limit(1)
+        )
+        row = (await self._conn.execute(query)).mappings().first()
+        return from_row(row) if row else None
 
 
 # Built once: the hot statement of an executing run (one per burst of events), bound per call.
@@ -187,84 +147,132 @@ _ADVANCE = (
 )
 
 
-async def advance(
-    conn: Conn, run_id: str, owner: str, count: int, input_tokens: int, output_tokens: int
-) -> int | None:
-    """Reserve ``count`` event numbers (and add usage) while ``owner`` still holds the running run; the
-    new ``event_count``, or None once the run was cancelled or its lease taken over."""
-    parameters = {
-        "run_id": run_id,
-        "owner": owner,
-        "count": count,
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-    }
-    result = await conn.execute(_ADVANCE, parameters)
-    return result.scalar_one_or_none()
+class RunsAcrossOrganizations:
+    """Runs named by id alone, whichever organization holds them: the executor's claims, leases, events
+    and reaping (it serves every organization), and the writes of a run's status, made after the caller
+    found the run (through ``RunRepository`` when a request asks) and locked its thread."""
 
+    def __init__(self, conn: Conn) -> None:
+        self._conn = conn
 
-async def claim_next(conn: Conn, owner: str, now: datetime, lease_until: datetime) -> Run | None:
-    """The oldest queued run whose thread has no running run and no older queued run, marked as held by
-    ``owner``, with one event number taken (its ``run_started``). On PostgreSQL concurrent claimers skip
-    each other's candidates (``SKIP LOCKED``)."""
-    other = runs.alias("other")
-    blocked = (
-        sa.select(other.c.id)
-        .where(
-            other.c.thread_id == runs.c.thread_id,
-            sa.or_(other.c.status == "running", sa.and_(other.c.status == "queued", other.c.id < runs.c.id)),
+    async def get(self, run_id: str, *, for_update: bool = False) -> Run | None:
+        query = sa.select(*_COLUMNS).where(runs.c.id == run_id)
+        if for_update:
+            query = query.with_for_update()
+        row = (await self._conn.execute(query)).mappings().first()
+        return from_row(row) if row else None
+
+    async def refresh_active_run(self, thread_id: str) -> None:
+        """The thread's ``active_run_id`` from its runs: the running one, else the oldest queued one.
+
+        Called in every transaction that changes a run's status, after locking the thread row, so two
+        transactions never write it from different views of the runs."""
+        active = (
+            sa.select(runs.c.id)
+            .where(runs.c.thread_id == thread_id, runs.c.status.in_(ACTIVE))
+            .order_by(sa.case((runs.c.status == "running", 0), else_=1), runs.c.id)
+            .limit(1)
+            .scalar_subquery()
         )
-        .exists()
-    )
-    candidate = (
-        sa.select(runs.c.id)
-        .where(runs.c.status == "queued", ~blocked)
-        .order_by(runs.c.id)
-        .limit(1)
-        .with_for_update(skip_locked=True)
-    )
-    run_id = (await conn.execute(candidate)).scalar_one_or_none()
-    if run_id is None:
-        return None
-    # One UPDATE, numbering the run_started event too: on PostgreSQL a second UPDATE of a row this
-    # transaction already updated re-checks its foreign keys, share-locking the thread's row while holding
-    # the run's, the reverse of a cancel's order (measured: a deadlock with interrupt).
-    await conn.execute(
-        runs.update()
-        .where(runs.c.id == run_id)
-        .values(
-            status="running",
-            started_at=now,
-            lease_owner=owner,
-            lease_expires_at=lease_until,
-            event_count=runs.c.event_count + 1,
+        await self._conn.execute(
+            threads.update().where(threads.c.id == thread_id).values(active_run_id=active)
         )
-    )
-    return await get_any(conn, run_id)
 
+    async def set_status(
+        self,
+        run_id: str,
+        status: Status,
+        *,
+        at: datetime,
+        error: tuple[str, str] | None = None,
+        events: int = 0,
+    ) -> None:
+        """An end (``at`` is ``ended_at``) or the start (``at`` is ``started_at``); ``events`` more events."""
+        values: dict[str, object] = {"status": status, "event_count": runs.c.event_count + events}
+        if status == "running":
+            values["started_at"] = at
+        else:
+            values.update(ended_at=at, lease_owner=None, lease_expires_at=None)
+        if error is not None:
+            values.update(error_code=error[0], error_message=error[1])
+        await self._conn.execute(runs.update().where(runs.c.id == run_id).values(**values))
 
-async def renew_leases(conn: Conn, owner: str, run_ids: Collection[str], until: datetime) -> set[str]:
-    """Extends ``owner``'s leases on ``run_ids`` (the runs it has a live task for: a run held without one,
-    its end not recorded, must lapse so that the reaper ends it); the ids it still holds."""
-    result = await conn.execute(
-        runs.update()
-        .where(runs.c.id.in_(list(run_ids)), runs.c.lease_owner == owner, runs.c.status == "running")
-        .values(lease_expires_at=until)
-        .returning(runs.c.id)
-    )
-    return set(result.scalars())
+    async def advance(
+        self, run_id: str, owner: str, count: int, input_tokens: int, output_tokens: int
+    ) -> int | None:
+        """Reserve ``count`` event numbers (and add usage) while ``owner`` still holds the running run; the
+        new ``event_count``, or None once the run was cancelled or its lease taken over."""
+        parameters = {
+            "run_id": run_id,
+            "owner": owner,
+            "count": count,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+        }
+        result = await self._conn.execute(_ADVANCE, parameters)
+        return result.scalar_one_or_none()
 
+    async def claim_next(self, owner: str, now: datetime, lease_until: datetime) -> Run | None:
+        """The oldest queued run whose thread has no running run and no older queued run, marked as held by
+        ``owner``, with one event number taken (its ``run_started``). On PostgreSQL concurrent claimers skip
+        each other's candidates (``SKIP LOCKED``)."""
+        other = runs.alias("other")
+        blocked = (
+            sa.select(other.c.id)
+            .where(
+                other.c.thread_id == runs.c.thread_id,
+                sa.or_(
+                    other.c.status == "running", sa.and_(other.c.status == "queued", other.c.id < runs.c.id)
+                ),
+            )
+            .exists()
+        )
+        candidate = (
+            sa.select(runs.c.id)
+            .where(runs.c.status == "queued", ~blocked)
+            .order_by(runs.c.id)
+            .limit(1)
+            .with_for_update(skip_locked=True)
+        )
+        run_id = (await self._conn.execute(candidate)).scalar_one_or_none()
+        if run_id is None:
+            return None
+        # One UPDATE, numbering the run_started event too: on PostgreSQL a second UPDATE of a row this
+        # transaction already updated re-checks its foreign keys, share-locking the thread's row while holding
+        # the run's, the reverse of a cancel's order (measured: a deadlock with interrupt).
+        await self._conn.execute(
+            runs.update()
+            .where(runs.c.id == run_id)
+            .values(
+                status="running",
+                started_at=now,
+                lease_owner=owner,
+                lease_expires_at=lease_until,
+                event_count=runs.c.event_count + 1,
+            )
+        )
+        return await self.get(run_id)
 
-async def expired(conn: Conn, now: datetime, limit: int = 100) -> list[str]:
-    query = (
-        sa.select(runs.c.id)
-        .where(runs.c.status == "running", runs.c.lease_expires_at < now)
-        .order_by(runs.c.id)
-        .limit(limit)
-    )
-    return list((await conn.execute(query)).scalars())
+    async def renew_leases(self, owner: str, run_ids: Collection[str], until: datetime) -> set[str]:
+        """Extends ``owner``'s leases on ``run_ids`` (the runs it has a live task for: a run held without one,
+        its end not recorded, must lapse so that the reaper ends it); the ids it still holds."""
+        result = await self._conn.execute(
+            runs.update()
+            .where(runs.c.id.in_(list(run_ids)), runs.c.lease_owner == owner, runs.c.status == "running")
+            .values(lease_expires_at=until)
+            .returning(runs.c.id)
+        )
+        return set(result.scalars())
 
+    async def expired(self, now: datetime, limit: int = 100) -> list[str]:
+        query = (
+            sa.select(runs.c.id)
+            .where(runs.c.status == "running", runs.c.lease_expires_at < now)
+            .order_by(runs.c.id)
+            .limit(limit)
+        )
+        return list((await self._conn.execute(query)).scalars())
 
-async def lease_lapsed(conn: Conn, run_id: str, before: datetime) -> bool:
-    query = sa.select(runs.c.id).where(runs.c.id == run_id, runs.c.lease_expires_at < before)
-    return (await conn.execute(query)).first() is not None
+    async def lease_lapsed(self, run_id: str, before: datetime) -> bool:
+        query = sa.select(runs.c.id).where(runs.c.id == run_id, runs.c.lease_expires_at < before)
+        return (await self._conn.execute(query)).first() is not None

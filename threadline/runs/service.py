@@ -14,21 +14,23 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
-from threadline.billing import ledger
+from threadline.billing.ledger import LedgerRepository
 from threadline.billing.prices import Prices
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, after_commit
-from threadline.kit.errors import Conflict, NotFound, Reason
+from threadline.kit.errors import BadRequest, Conflict, NotFound, Reason
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams
 from threadline.kit.signals import SignalBus
 from threadline.messages.service import append_message
 from threadline.organizations.repository import Organization
-from threadline.runs import events, repository
+from threadline.runs import events
+from threadline.runs.artifacts import Artifact, ArtifactRepository
 from threadline.runs.events import RUN_COMPLETED, RUN_EVENTS, Event
-from threadline.runs.repository import Run, Status
+from threadline.runs.repository import Run, RunRepository, RunsAcrossOrganizations, Status
 from threadline.settings.service import DEFAULT_MODEL
-from threadline.threads.repository import ThreadRepository
+from threadline.threads import service as threads
+from threadline.threads.repository import Thread, ThreadRepository
 
 # Wakes executors: a run may have become claimable (payload: the run id, for logs only).
 RUNS_QUEUED = "runs.queued"
@@ -58,13 +60,16 @@ async def create_run(
     automation_id: str | None = None,
 ) -> Run:
     await _lock_thread(conn, organization.id, thread_id)
-    if organization.billing_enforced and (await ledger.balance(conn, organization.id)).balance <= 0:
+    if (
+        organization.billing_enforced
+        and (await LedgerRepository(conn, organization.id).balance()).balance <= 0
+    ):
         raise Conflict(
             "The organization's credit balance is not positive and billingEnforced is on: an operator "
             "grants credits with `threadline billing grant`.",
             reason=Reason.INSUFFICIENT_CREDITS,
         )
-    active = await repository.active_of_thread(conn, organization.id, thread_id)
+    active = await RunRepository(conn, organization.id).active_of_thread(thread_id)
     if active and strategy == "reject":
         raise Conflict(
             f"Thread {thread_id} has an active run ({active[0].id}); wait for it to end, cancel it, or "
@@ -74,7 +79,7 @@ async def create_run(
     if strategy == "interrupt":
         for run in active:
             # Locked and read again: its executor may have committed events since the read above.
-            locked = await repository.get_any(conn, run.id, for_update=True)
+            locked = await RunsAcrossOrganizations(conn).get(run.id, for_update=True)
             if locked is not None and locked.is_active:
                 await _end(conn, signals, prices, locked, "cancelled", None)
     now = utcnow()
@@ -94,33 +99,89 @@ async def create_run(
         event_count=0,
         created_at=now,
     )
-    await repository.insert(conn, run)
+    await RunRepository(conn, organization.id).insert(run)
     if input is not None:
         await append_message(
             conn, organization.id, thread_id, role="user", content=input, metadata={}, run_id=run.id
         )
-    await repository.refresh_active_run(conn, thread_id)
+    await RunsAcrossOrganizations(conn).refresh_active_run(thread_id)
     after_commit(conn, lambda: signals.publish(RUNS_QUEUED, run.id))
     return run
 
 
-async def end_thread_runs(
+async def delete_thread_with_runs(
     conn: Conn, signals: SignalBus, prices: Prices, organization_id: str, thread_id: str
-) -> None:
-    """Cancels the thread's active runs before the thread is deleted (its runs go with it): each is
-    charged for what it used and its streams end with ``run_completed``, as with any cancel."""
+) -> Thread:
+    """Deletes the thread with its messages and runs, cancelling its active runs first: each is charged
+    for what it used and its streams end with ``run_completed``, as with any cancel. Here rather than in
+    ``threads.service``, which knows nothing of runs."""
     await _lock_thread(conn, organization_id, thread_id)
-    for run in await repository.active_of_thread(conn, organization_id, thread_id):
-        locked = await repository.get_any(conn, run.id, for_update=True)
+    for run in await RunRepository(conn, organization_id).active_of_thread(thread_id):
+        locked = await RunsAcrossOrganizations(conn).get(run.id, for_update=True)
         if locked is not None and locked.is_active:
             await _end(conn, signals, prices, locked, "cancelled", None)
+    return await threads.delete_thread(conn, organization_id, thread_id)
 
 
 async def get_run(conn: Conn, organization_id: str, run_id: str) -> Run:
-    run = await repository.get(conn, organization_id, run_id)
+    run = await RunRepository(conn, organization_id).get(run_id)
     if run is None:
         raise NotFound(f"Run {run_id} was not found.")
     return run
+
+
+async def run_to_stream(
+    conn: Conn, organization_id: str, run_id: str, position: str | None
+) -> tuple[Run, int]:
+    """The run ``GET /runs/{id}/stream`` follows and the event it resumes after (0: from the start); a
+    resume ``position`` (an event's cursor) must be one of its own."""
+    run = await get_run(conn, organization_id, run_id)
+    cursor_run, after = _resume_point(position)
+    if cursor_run not in (None, run.id):
+        raise BadRequest(f"The cursor belongs to another run than {run.id}.", reason=Reason.INVALID_CURSOR)
+    return run, after
+
+
+async def run_to_follow(
+    conn: Conn, organization_id: str, thread_id: str, position: str | None
+) -> tuple[Run | None, int]:
+    """The run a thread's stream follows and the event it resumes after: the run the resume ``position``
+    came from, else the thread's active run (the running one, else the oldest queued one), else a replay
+    of its latest; None when the thread has no run."""
+    thread = await ThreadRepository(conn, organization_id).get(thread_id)
+    if thread is None:
+        raise NotFound(f"Thread {thread_id} was not found.")
+    cursor_run, after = _resume_point(position)
+    runs = RunRepository(conn, organization_id)
+    if cursor_run is not None:
+        run = await runs.get(cursor_run)
+        if run is None or run.thread_id != thread.id:
+            raise BadRequest(
+                f"The cursor belongs to no run of thread {thread.id}.", reason=Reason.INVALID_CURSOR
+            )
+        return run, after
+    if thread.active_run_id is not None:
+        return await runs.get(thread.active_run_id), after
+    return await runs.latest_of_thread(thread.id), after
+
+
+def _resume_point(position: str | None) -> tuple[str | None, int]:
+    """The run a stream resumes and the event it resumes after; no run and 0 without a position."""
+    return events.parse_cursor(position) if position else (None, 0)
+
+
+async def list_artifacts(
+    conn: Conn, organization_id: str, run_id: str, params: CursorParams
+) -> tuple[Sequence[Artifact], str | None]:
+    await get_run(conn, organization_id, run_id)
+    return await ArtifactRepository(conn, organization_id).page_of_run(run_id, params)
+
+
+async def get_artifact(conn: Conn, organization_id: str, artifact_id: str) -> Artifact:
+    artifact = await ArtifactRepository(conn, organization_id).get(artifact_id)
+    if artifact is None:
+        raise NotFound(f"Artifact {artifact_id} was not found.")
+    return artifact
 
 
 async def list_runs(
@@ -128,7 +189,7 @@ async def list_runs(
 ) -> tuple[Sequence[Run], str | None]:
     if await ThreadRepository(conn, organization_id).get(thread_id) is None:
         raise NotFound(f"Thread {thread_id} was not found.")
-    return await repository.page_of_thread(conn, organization_id, thread_id, params)
+    return await RunRepository(conn, organization_id).page_of_thread(thread_id, params)
 
 
 async def cancel_run(
@@ -138,7 +199,7 @@ async def cancel_run(
     the executing process, told by a signal, stops the model; it can write nothing after this commit."""
     run = await get_run(conn, organization_id, run_id)
     await _lock_thread(conn, organization_id, run.thread_id)
-    locked = await repository.get_any(conn, run_id, for_update=True)
+    locked = await RunsAcrossOrganizations(conn).get(run_id, for_update=True)
     assert locked is not None  # the thread's lock keeps its runs (deletion cascades through it)
     if not locked.is_active:
         raise Conflict(f"Run {run_id} has already ended ({locked.status}).", reason=Reason.RUN_ENDED)
@@ -158,19 +219,20 @@ async def end_run(
 ) -> Run | None:
     """The executor's end of a running run (``owner`` still holds it) or the reaper's (its lease lapsed
     before ``expired_before``); None when the run is no longer what the caller thought (cancelled, taken)."""
-    unlocked = await repository.get_any(conn, run_id)
+    across = RunsAcrossOrganizations(conn)
+    unlocked = await across.get(run_id)
     if unlocked is None:
         return None
     try:
         await _lock_thread(conn, unlocked.organization_id, unlocked.thread_id)
     except NotFound:  # deleted meanwhile, with its runs
         return None
-    run = await repository.get_any(conn, run_id, for_update=True)
+    run = await across.get(run_id, for_update=True)
     if run is None or run.status != "running":
         return None
     if owner is not None and run.lease_owner != owner:
         return None
-    if expired_before is not None and not await repository.lease_lapsed(conn, run_id, expired_before):
+    if expired_before is not None and not await across.lease_lapsed(run_id, expired_before):
         return None
     return await _end(conn, signals, prices, run, status, error)
 
@@ -191,9 +253,10 @@ async def _end(
         made.append(_event(run, len(made) + 1, "error", {"code": error[0], "message": error[1]}, now))
     usage = {"inputTokens": run.input_tokens, "outputTokens": run.output_tokens}
     made.append(_event(run, len(made) + 1, RUN_COMPLETED, {"status": status, "usage": usage}, now))
-    await events.insert(conn, run.organization_id, run.id, made)
-    await repository.set_status(conn, run.id, status, at=now, error=error, events=len(made))
-    await repository.refresh_active_run(conn, run.thread_id)
+    await events.EventRepository(conn, run.organization_id).insert(run.id, made)
+    across = RunsAcrossOrganizations(conn)
+    await across.set_status(run.id, status, at=now, error=error, events=len(made))
+    await across.refresh_active_run(run.thread_id)
     await _charge(conn, prices, run)
     announcement = events.announcement(run.organization_id, run.id, made)
 
@@ -223,7 +286,7 @@ async def _charge(conn: Conn, prices: Prices, run: Run) -> None:
     description = (
         f"Run {run.id} on {run.model}: {run.input_tokens} input and {run.output_tokens} output tokens."
     )
-    await ledger.post(conn, run.organization_id, "debit", -amount, description, run_id=run.id)
+    await LedgerRepository(conn, run.organization_id).post("debit", -amount, description, run_id=run.id)
 
 
 def _event(run: Run, offset: int, type_: str, payload: dict[str, Any], at: datetime) -> Event:
@@ -233,9 +296,9 @@ def _event(run: Run, offset: int, type_: str, payload: dict[str, Any], at: datet
 async def claim(conn: Conn, owner: str, lease_until: datetime) -> tuple[Run, Event] | None:
     """The next claimable run, now running and held by ``owner``, with its ``run_started`` event written."""
     now = utcnow()
-    run = await repository.claim_next(conn, owner, now, lease_until)
+    run = await RunsAcrossOrganizations(conn).claim_next(owner, now, lease_until)
     if run is None:
         return None
     started = _event(run, 0, "run_started", {"model": run.model}, now)  # numbered by the claim
-    await events.insert(conn, run.organization_id, run.id, [started])
+    await events.EventRepository(conn, run.organization_id).insert(run.id, [started])
     return run, started

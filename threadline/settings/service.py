@@ -15,8 +15,7 @@ from threadline.keys.auth import ORG_UPDATED
 from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import BadRequest, NotFound, Reason
 from threadline.kit.signals import SignalBus
-from threadline.organizations import repository
-from threadline.organizations.repository import Organization
+from threadline.organizations.repository import Organization, OrganizationRepository
 from threadline.organizations.schemas import RateLimitOut
 from threadline.settings.schemas import SettingsOut
 
@@ -40,7 +39,7 @@ def effective(org: Organization, config: Settings) -> SettingsOut:
 
 
 async def get_settings(conn: Conn, config: Settings, organization_id: str) -> SettingsOut:
-    org = await repository.get(conn, organization_id)
+    org = await OrganizationRepository(conn).get(organization_id)
     if org is None:  # pragma: no cover - the caller's own organization
         raise NotFound("Organization not found.")
     return effective(org, config)
@@ -63,7 +62,7 @@ async def update_settings(
         if name in changes and changes[name] is None:
             raise BadRequest(f"{to_camel(name)} cannot be null.", reason=Reason.VALIDATION_FAILED)
     if changes:
-        await repository.update(conn, organization_id, dict(changes))
+        await OrganizationRepository(conn).update(organization_id, dict(changes))
 
         async def announce() -> None:
             await signals.publish(ORG_UPDATED, organization_id)

@@ -11,10 +11,10 @@ from threadline.kit.db import Database
 from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.errors import BadRequest, Reason
 from threadline.kit.openapi import AUTHENTICATED, errors
-from threadline.kit.pagination import CursorPage, decode_cursor
+from threadline.kit.pagination import CursorPage
 from threadline.kit.sse import EventStreamResponse, resume_cursor
 from threadline.search.query import parse
-from threadline.telemetry import repository
+from threadline.telemetry import service
 from threadline.telemetry.repository import LogFilters
 from threadline.telemetry.schemas import Kind, Level, LogRecordOut, SelectionTime
 from threadline.telemetry.tail import LogTails
@@ -83,9 +83,7 @@ async def list_logs(
     """The organization's logs and events, newest first. With `projectId`, `level`, `kind` or `q`, a page
     examines at most 10,000 records: it may hold fewer than `limit` items (even none) and still carry a
     `nextCursor`; follow it until it is null to see every match."""
-    records, next_cursor = await repository.list_page(
-        conn, principal_of(request).organization_id, filters, page
-    )
+    records, next_cursor = await service.list_logs(conn, principal_of(request).organization_id, filters, page)
     return CursorPage(data=records, next_cursor=next_cursor)
 
 
@@ -114,9 +112,7 @@ async def stream_logs(
 ) -> EventStreamResponse:
     """A live tail of the organization's logs and events with the list's filters. Without a cursor it
     starts with the records committed from now on (from `since`, when given)."""
-    position = resume_cursor(cursor, last_event_id)
-    after_id = decode_cursor(position) if position else None
-    if after_id is None and filters.since is not None:
-        after_id = repository.position_before(filters.since)
     organization_id = principal_of(request).organization_id
-    return EventStreamResponse(services.log_tails.follow(services.db, organization_id, filters, after_id))
+    resume = resume_cursor(cursor, last_event_id)
+    frames = service.follow_logs(services.log_tails, services.db, organization_id, filters, resume)
+    return EventStreamResponse(frames)

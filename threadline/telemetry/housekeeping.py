@@ -64,7 +64,9 @@ class DeletingRetention:
             cutoff = now - timedelta(days=days)
             while True:
                 async with self.db.transaction() as conn:
-                    deleted = await repository.delete_received_before(conn, organization_id, cutoff)
+                    deleted = await repository.LogRepository(conn, organization_id).delete_received_before(
+                        cutoff
+                    )
                 if not deleted:
                     break
                 report.deleted[organization_id] = report.deleted.get(organization_id, 0) + deleted

@@ -1,4 +1,4 @@
-"""Reading log records back, and deleting them by age. Every query names the organization.
+"""Reading log records back, and deleting them by age. Every query names the organization (``LogRepository``).
 
 The primary key is (organization, id, received_at) and ids are made in commit order from the time of
 receipt, so "newest first", cursors, ``since``/``until`` and retention are all ranges of that one key.
@@ -86,75 +86,84 @@ def _text_match(query: Query) -> sa.ColumnElement[bool]:
     return sa.and_(*matched, *(sa.not_(contains(p)) for p in query.excluded))
 
 
-async def list_page(
-    conn: Conn, organization_id: str, filters: LogFilters, params: CursorParams
-) -> tuple[list[LogRecordOut], str | None]:
-    """Newest first."""
-    keyed = filters.key_conditions(organization_id)
-    if params.after_id is not None:
-        keyed.append(t.id < params.after_id)
-    checked = filters.row_conditions()
-    boundary = None
-    if checked:
-        window = sa.select(t.id).where(*keyed).order_by(t.id.desc()).offset(SCAN_WINDOW - 1).limit(1)
-        boundary = (await conn.execute(window)).scalar_one_or_none()
-        if boundary is not None:
-            keyed.append(t.id >= boundary)
-    query = sa.select(log_records).where(*keyed, *checked).order_by(t.id.desc()).limit(params.limit + 1)
-    rows = (await conn.execute(query)).mappings().all()
-    records = [_record(row) for row in rows[: params.limit]]
-    if len(rows) > params.limit:
-        return records, encode_cursor(records[-1].id)
-    return records, None if boundary is None else encode_cursor(boundary)
+class LogRepository:
+    """The log records of one organization."""
 
+    __slots__ = ("_conn", "_organization_id")
 
-async def newest_id(conn: Conn, organization_id: str) -> str | None:
-    query = sa.select(sa.func.max(t.id)).where(t.organization_id == organization_id)
-    return (await conn.execute(query)).scalar_one_or_none()
+    def __init__(self, conn: Conn, organization_id: str) -> None:
+        self._conn = conn
+        self._organization_id = organization_id
 
+    async def list_page(
+        self, filters: LogFilters, params: CursorParams
+    ) -> tuple[list[LogRecordOut], str | None]:
+        """Newest first."""
+        keyed = filters.key_conditions(self._organization_id)
+        if params.after_id is not None:
+            keyed.append(t.id < params.after_id)
+        checked = filters.row_conditions()
+        boundary = None
+        if checked:
+            window = sa.select(t.id).where(*keyed).order_by(t.id.desc()).offset(SCAN_WINDOW - 1).limit(1)
+            boundary = (await self._conn.execute(window)).scalar_one_or_none()
+            if boundary is not None:
+                keyed.append(t.id >= boundary)
+        query = sa.select(log_records).where(*keyed, *checked).order_by(t.id.desc()).limit(params.limit + 1)
+        rows = (await self._conn.execute(query)).mappings().all()
+        records = [_record(row) for row in rows[: params.limit]]
+        if len(rows) > params.limit:
+            return records, encode_cursor(records[-1].id)
+        return records, None if boundary is None else encode_cursor(boundary)
 
-async def after(
-    conn: Conn, organization_id: str, filters: LogFilters, after_id: str
-) -> tuple[list[LogRecordOut], str]:
-    """For the live tail: matching records after ``after_id``, oldest first, and the position to resume
-    from (past the records that did not match, so they are not examined again)."""
-    keyed = [*filters.key_conditions(organization_id), t.id > after_id]
-    # At most SCAN_WINDOW records are examined per step, as for a page: a tail that starts far back
-    # with a rare filter catches up in bounded steps instead of one long query.
-    window = sa.select(t.id).where(*keyed).order_by(t.id).offset(SCAN_WINDOW - 1).limit(1)
-    newest = (await conn.execute(window)).scalar_one_or_none()
-    if newest is None:
-        newest = (await conn.execute(sa.select(sa.func.max(t.id)).where(*keyed))).scalar_one_or_none()
-    if newest is None:
-        return [], after_id
-    query = (
-        sa.select(log_records)
-        .where(*keyed, t.id <= newest, *filters.row_conditions())
-        .order_by(t.id.asc())
-        .limit(_TAIL_BATCH)
-    )
-    records = [_record(row) for row in (await conn.execute(query)).mappings().all()]
-    return records, records[-1].id if len(records) == _TAIL_BATCH else newest
+    async def newest_id(self) -> str | None:
+        query = sa.select(sa.func.max(t.id)).where(t.organization_id == self._organization_id)
+        return (await self._conn.execute(query)).scalar_one_or_none()
 
-
-async def delete_received_before(conn: Conn, organization_id: str, cutoff: datetime) -> int:
-    """One batch of an organization's records received before ``cutoff``; the caller repeats until 0, so
-    no single transaction holds the write lock for long."""
-    doomed = (
-        sa.select(t.id)
-        .where(t.organization_id == organization_id, t.id < _floor(cutoff), t.received_at < cutoff)
-        .order_by(t.id)
-        .limit(_DELETE_BATCH)
-    )
-    ids: Sequence[str] = (await conn.execute(doomed)).scalars().all()
-    if not ids:
-        return 0
-    result = await conn.execute(
-        sa.delete(log_records).where(
-            t.organization_id == organization_id, t.id >= ids[0], t.id <= ids[-1], t.received_at < cutoff
+    async def after(self, filters: LogFilters, after_id: str) -> tuple[list[LogRecordOut], str]:
+        """For the live tail: matching records after ``after_id``, oldest first, and the position to resume
+        from (past the records that did not match, so they are not examined again)."""
+        keyed = [*filters.key_conditions(self._organization_id), t.id > after_id]
+        # At most SCAN_WINDOW records are examined per step, as for a page: a tail that starts far back
+        # with a rare filter catches up in bounded steps instead of one long query.
+        window = sa.select(t.id).where(*keyed).order_by(t.id).offset(SCAN_WINDOW - 1).limit(1)
+        newest = (await self._conn.execute(window)).scalar_one_or_none()
+        if newest is None:
+            newest = (
+                await self._conn.execute(sa.select(sa.func.max(t.id)).where(*keyed))
+            ).scalar_one_or_none()
+        if newest is None:
+            return [], after_id
+        query = (
+            sa.select(log_records)
+            .where(*keyed, t.id <= newest, *filters.row_conditions())
+            .order_by(t.id.asc())
+            .limit(_TAIL_BATCH)
         )
-    )
-    return int(result.rowcount)
+        records = [_record(row) for row in (await self._conn.execute(query)).mappings().all()]
+        return records, records[-1].id if len(records) == _TAIL_BATCH else newest
+
+    async def delete_received_before(self, cutoff: datetime) -> int:
+        """One batch of an organization's records received before ``cutoff``; the caller repeats until 0, so
+        no single transaction holds the write lock for long."""
+        doomed = (
+            sa.select(t.id)
+            .where(t.organization_id == self._organization_id, t.id < _floor(cutoff), t.received_at < cutoff)
+            .order_by(t.id)
+            .limit(_DELETE_BATCH)
+        )
+        ids: Sequence[str] = (await self._conn.execute(doomed)).scalars().all()
+        if not ids:
+            return 0
+        result = await self._conn.execute(
+            sa.delete(log_records).where(
+                t.organization_id == self._organization_id,
+                t.id >= ids[0],
+                t.id <= ids[-1],
+                t.received_at < cutoff,
+            )
+        )
+        return int(result.rowcount)
 
 
 def _record(row: sa.RowMapping) -> LogRecordOut:

@@ -21,8 +21,7 @@ from threadline.kit.pagination import encode_cursor
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING, frame, position
 from threadline.kit.waiting import wait_event
-from threadline.telemetry import repository
-from threadline.telemetry.repository import LogFilters
+from threadline.telemetry.repository import LogFilters, LogRepository, position_before
 from threadline.telemetry.writer import LOGS_APPENDED
 
 # Without a signal (a lost pub/sub message) a tail still looks again this often.
@@ -63,8 +62,8 @@ class LogTails:
         try:
             if after_id is None:
                 async with db.transaction(write=False) as conn:
-                    newest = await repository.newest_id(conn, organization_id)
-                after_id = newest or repository.position_before(utcnow())
+                    newest = await LogRepository(conn, organization_id).newest_id()
+                after_id = newest or position_before(utcnow())
             # The starting position first, as a frame without data: a client that reconnects before any
             # record arrived resumes from here (an EventSource keeps it as its Last-Event-ID) instead of
             # from "now" again, which would skip what was committed while it was away.
@@ -73,7 +72,7 @@ class LogTails:
             while not self.closed.is_set():
                 woken.clear()
                 async with db.transaction(write=False) as conn:
-                    records, after_id = await repository.after(conn, organization_id, filters, after_id)
+                    records, after_id = await LogRepository(conn, organization_id).after(filters, after_id)
                 for record in records:
                     fields = record.model_dump(mode="json", by_alias=True)
                     yield frame(encode_cursor(record.id), {"type": "log_record", **fields})

@@ -10,7 +10,7 @@ from threadline.kit.db import Database
 from threadline.kit.deps import ConnDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.signals import SignalBus
-from threadline.runs.service import end_thread_runs
+from threadline.runs.service import delete_thread_with_runs
 from threadline.threads import fast_list, service
 from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate
 from threadline.threads.service import ThreadInserts
@@ -79,6 +79,7 @@ async def update_thread(threadId: str, body: ThreadUpdate, request: Request, con
 async def delete_thread(threadId: str, request: Request, conn: ConnDep, services: ServicesDep) -> ThreadOut:
     """Deletes the thread with its messages and runs (an active run is cancelled first, and charged for
     what it used); answers with the deleted thread."""
-    organization_id = principal_of(request).organization_id
-    await end_thread_runs(conn, services.signals, services.prices, organization_id, threadId)
-    return ThreadOut.of(await service.delete_thread(conn, organization_id, threadId))
+    thread = await delete_thread_with_runs(
+        conn, services.signals, services.prices, principal_of(request).organization_id, threadId
+    )
+    return ThreadOut.of(thread)
