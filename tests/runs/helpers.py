@@ -7,8 +7,11 @@ import json
 from typing import Any
 
 import httpx
+import sqlalchemy as sa
 
 from tests.support import Tenant
+from threadline.runs.tables import run_events
+from threadline.runtime import Services
 
 DONE = "[DONE]"
 # A run that streams for a long time (the offline model's directives): for cancels, queues and live reads.
@@ -64,6 +67,24 @@ async def wait_for_status(
             if run["status"] in statuses:
                 return run
             await asyncio.sleep(0.02)
+
+
+async def wait_for_event(services: Services, run_id: str, type_: str) -> None:
+    """Until the run has recorded an event of ``type_``: its stream would show it from then on."""
+    query = sa.select(run_events.c.seq).where(run_events.c.run_id == run_id, run_events.c.type == type_)
+    async with asyncio.timeout(15):
+        while True:
+            async with services.db.transaction(write=False) as conn:
+                if (await conn.execute(query.limit(1))).first() is not None:
+                    return
+            await asyncio.sleep(0.02)
+
+
+def executing_task(run_id: str) -> asyncio.Task[Any]:
+    """The task this process's executor runs ``run_id`` in (the tests' app executes runs itself, on the
+    test's loop): it ends after the last thing the executor writes for the run."""
+    [task] = [task for task in asyncio.all_tasks() if task.get_name() == f"run-{run_id}"]
+    return task
 
 
 async def read_stream(
