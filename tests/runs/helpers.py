@@ -37,13 +37,6 @@ def parse_sse(text: str) -> list[Any]:
     return found
 
 
-async def make_thread(client: httpx.AsyncClient, tenant: Tenant, **body: Any) -> str:
-    response = await client.post("/v1/threads", headers=tenant.secret, json=body)
-    assert response.status_code == 201, response.text
-    thread_id: str = response.json()["id"]
-    return thread_id
-
-
 async def start_run(client: httpx.AsyncClient, tenant: Tenant, thread_id: str, **body: Any) -> dict[str, Any]:
     response = await client.post(f"/v1/threads/{thread_id}/runs", headers=tenant.secret, json=body)
     assert response.status_code == 201, response.text

@@ -7,20 +7,18 @@ import asyncio
 import httpx
 import pytest
 
-from tests.keys.test_auth import assert_error
 from tests.runs.helpers import (
     DONE,
     SLOW,
     executing_task,
     get_run,
-    make_thread,
     read_stream,
     start_run,
     types,
     wait_for_event,
     wait_for_status,
 )
-from tests.support import Tenant
+from tests.support import Tenant, assert_error, make_thread
 from threadline.runtime import Services
 
 RUN_FIELDS = {

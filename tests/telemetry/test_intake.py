@@ -31,8 +31,7 @@ from opentelemetry.proto.common.v1.common_pb2 import (
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs, SeverityNumber
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
-from tests.keys.test_auth import assert_error
-from tests.support import Tenant, listed
+from tests.support import Tenant, assert_error, listed
 from threadline.keys.tokens import generate_key
 from threadline.organizations.service import set_rate_limit
 from threadline.runtime import Services
