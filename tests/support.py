@@ -47,6 +47,42 @@ async def make_tenant(services: Services, name: str) -> Tenant:
     return Tenant(created)
 
 
+def assert_error(
+    response: httpx.Response,
+    status: int,
+    code: str,
+    *,
+    operation_id: str,
+    reason: str | None = None,
+    missing: list[str] | None = None,
+) -> dict[str, object]:
+    """The error body every failure shares, checked field by field (a reason or missing context the test
+    does not name must be absent); the body, for what a test checks further."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["code"] == code
+    assert body["operationId"] == operation_id
+    assert body["missingContext"] == (missing or [])
+    assert body.get("reason") == reason
+    assert isinstance(body["message"], str) and body["message"]
+    assert body["requestId"] == response.headers["x-request-id"]
+    return body
+
+
+async def new_thread(client: httpx.AsyncClient, tenant: Tenant, **body: Any) -> dict[str, Any]:
+    """``POST /v1/threads`` as ``tenant``: the thread it created."""
+    response = await client.post("/v1/threads", headers=tenant.secret, json=body)
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+async def make_thread(client: httpx.AsyncClient, tenant: Tenant, **body: Any) -> str:
+    """A new thread's id, for tests about what happens inside it."""
+    thread_id: str = (await new_thread(client, tenant, **body))["id"]
+    return thread_id
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -207,9 +243,12 @@ __all__ = [
     "ServerProcess",
     "Tenant",
     "all_log_records",
+    "assert_error",
     "free_port",
     "init_database",
     "make_tenant",
+    "make_thread",
+    "new_thread",
     "running_server",
     "running_worker",
     "threadline",

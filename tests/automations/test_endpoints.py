@@ -8,9 +8,8 @@ import httpx
 import pytest
 
 from tests.automations.helpers import create, get, on_log, schedule
-from tests.keys.test_auth import assert_error
-from tests.runs.helpers import make_thread, wait_for_status
-from tests.support import Tenant
+from tests.runs.helpers import wait_for_status
+from tests.support import Tenant, assert_error, make_thread
 
 FIELDS = {
     "id", "name", "enabled", "trigger", "action", "lastTriggeredAt", "nextRunAt", "lastError", "createdAt",

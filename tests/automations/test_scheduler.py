@@ -10,8 +10,7 @@ import httpx
 import pytest
 
 from tests.automations.helpers import automation_runs, create, get, runs_per_automation, schedule
-from tests.runs.helpers import make_thread
-from tests.support import Tenant
+from tests.support import Tenant, make_thread
 from threadline.automations.scheduler import Scheduler
 from threadline.config import Settings
 from threadline.kit.clock import ManualClock

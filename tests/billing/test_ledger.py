@@ -14,9 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 from tests.automations.helpers import create, get, schedule
-from tests.keys.test_auth import assert_error
-from tests.runs.helpers import SLOW, get_run, make_thread, start_run, wait_for_status
-from tests.support import Tenant
+from tests.runs.helpers import SLOW, get_run, start_run, wait_for_status
+from tests.support import Tenant, assert_error, make_thread
 from threadline.automations.tables import automations
 from threadline.billing import ledger
 from threadline.billing.prices import Prices

@@ -7,29 +7,9 @@ import asyncio
 import httpx
 import pytest
 
-from tests.support import Tenant
+from tests.support import Tenant, assert_error
 from threadline.keys.tokens import generate_key
 from threadline.runtime import Services
-
-
-def assert_error(
-    response: httpx.Response,
-    status: int,
-    code: str,
-    *,
-    operation_id: str,
-    reason: str | None = None,
-    missing: list[str] | None = None,
-) -> dict[str, object]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert body["code"] == code
-    assert body["operationId"] == operation_id
-    assert body["missingContext"] == (missing or [])
-    assert body.get("reason") == reason
-    assert isinstance(body["message"], str) and body["message"]
-    assert body["requestId"] == response.headers["x-request-id"]
-    return body
 
 
 class TestSecretKeyForms:

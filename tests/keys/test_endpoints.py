@@ -7,8 +7,7 @@ import hashlib
 import httpx
 import sqlalchemy as sa
 
-from tests.keys.test_auth import assert_error
-from tests.support import Tenant
+from tests.support import Tenant, assert_error
 from threadline.keys.tables import api_keys
 from threadline.runtime import Services
 

@@ -12,8 +12,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi import FastAPI
 
-from tests.keys.test_auth import assert_error
-from tests.support import Tenant
+from tests.support import Tenant, assert_error
 from threadline.app import create_app
 from threadline.config import Settings
 from threadline.kit.errors import ApiError, Reason

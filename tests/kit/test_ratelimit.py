@@ -10,8 +10,7 @@ import pytest
 from redis.asyncio import Redis
 
 from tests.conftest import REDIS_URL, require_distributed
-from tests.keys.test_auth import assert_error
-from tests.support import Tenant
+from tests.support import Tenant, assert_error
 from threadline.app import create_app
 from threadline.config import Settings
 from threadline.kit.ratelimit import Bucket, MemoryRateLimiter, RateLimiter, RedisRateLimiter

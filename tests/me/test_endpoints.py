@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.keys.test_auth import assert_error
-from tests.support import Tenant
+from tests.support import Tenant, assert_error
 
 
 class TestGet:

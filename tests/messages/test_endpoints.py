@@ -7,16 +7,14 @@ import asyncio
 import httpx
 import pytest
 
-from tests.keys.test_auth import assert_error
-from tests.support import Tenant
-from tests.threads.test_endpoints import make_thread
+from tests.support import Tenant, assert_error, new_thread
 
 MESSAGE_FIELDS = {"id", "threadId", "runId", "role", "content", "metadata", "createdAt"}
 
 
 @pytest.fixture
 async def thread(client: httpx.AsyncClient, tenant: Tenant) -> dict[str, object]:
-    return await make_thread(client, tenant, title="support")
+    return await new_thread(client, tenant, title="support")
 
 
 class TestCreate:
@@ -166,7 +164,7 @@ class TestGet:
         message = (await client.post(url, headers=tenant.secret, json={"content": "secret"})).json()
         response = await client.get(f"{url}/{message['id']}", headers=other_tenant.secret)
         assert_error(response, 404, "NOT_FOUND", operation_id="messages.get")
-        elsewhere = await make_thread(client, tenant)
+        elsewhere = await new_thread(client, tenant)
         wrong_thread = await client.get(
             f"/v1/threads/{elsewhere['id']}/messages/{message['id']}", headers=tenant.secret
         )

@@ -7,8 +7,11 @@ import json
 from typing import Any
 
 import httpx
+import sqlalchemy as sa
 
 from tests.support import Tenant
+from threadline.runs.tables import run_events
+from threadline.runtime import Services
 
 DONE = "[DONE]"
 # A run that streams for a long time (the offline model's directives): for cancels, queues and live reads.
@@ -34,13 +37,6 @@ def parse_sse(text: str) -> list[Any]:
     return found
 
 
-async def make_thread(client: httpx.AsyncClient, tenant: Tenant, **body: Any) -> str:
-    response = await client.post("/v1/threads", headers=tenant.secret, json=body)
-    assert response.status_code == 201, response.text
-    thread_id: str = response.json()["id"]
-    return thread_id
-
-
 async def start_run(client: httpx.AsyncClient, tenant: Tenant, thread_id: str, **body: Any) -> dict[str, Any]:
     response = await client.post(f"/v1/threads/{thread_id}/runs", headers=tenant.secret, json=body)
     assert response.status_code == 201, response.text
@@ -64,6 +60,24 @@ async def wait_for_status(
             if run["status"] in statuses:
                 return run
             await asyncio.sleep(0.02)
+
+
+async def wait_for_event(services: Services, run_id: str, type_: str) -> None:
+    """Until the run has recorded an event of ``type_``: its stream would show it from then on."""
+    query = sa.select(run_events.c.seq).where(run_events.c.run_id == run_id, run_events.c.type == type_)
+    async with asyncio.timeout(15):
+        while True:
+            async with services.db.transaction(write=False) as conn:
+                if (await conn.execute(query.limit(1))).first() is not None:
+                    return
+            await asyncio.sleep(0.02)
+
+
+def executing_task(run_id: str) -> asyncio.Task[Any]:
+    """The task this process's executor runs ``run_id`` in (the tests' app executes runs itself, on the
+    test's loop): it ends after the last thing the executor writes for the run."""
+    [task] = [task for task in asyncio.all_tasks() if task.get_name() == f"run-{run_id}"]
+    return task
 
 
 async def read_stream(

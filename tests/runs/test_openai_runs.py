@@ -21,8 +21,8 @@ from tests.agent.openai_server import (
     text_reply,
     tool_calls_reply,
 )
-from tests.runs.helpers import DONE, make_thread, read_stream, start_run, types, wait_for_status
-from tests.support import Tenant, make_tenant
+from tests.runs.helpers import DONE, read_stream, start_run, types, wait_for_status
+from tests.support import Tenant, make_tenant, make_thread
 from threadline.agent.models import ToolCall
 from threadline.app import create_app
 from threadline.config import Settings

@@ -7,18 +7,19 @@ import asyncio
 import httpx
 import pytest
 
-from tests.keys.test_auth import assert_error
 from tests.runs.helpers import (
     DONE,
     SLOW,
+    executing_task,
     get_run,
-    make_thread,
     read_stream,
     start_run,
     types,
+    wait_for_event,
     wait_for_status,
 )
-from tests.support import Tenant
+from tests.support import Tenant, assert_error, make_thread
+from threadline.runtime import Services
 
 RUN_FIELDS = {
     "id", "threadId", "status", "model", "instructions", "automationId", "metadata", "error", "usage",
@@ -130,7 +131,10 @@ class TestCreate:
         await wait_for_status(client, tenant, first["id"], "running")
         second = await start_run(client, tenant, thread, input="next #notools", multitaskStrategy="enqueue")
         third = await start_run(client, tenant, thread, input="last #notools", multitaskStrategy="enqueue")
-        await asyncio.sleep(0.3)
+        # Runs are claimed oldest first: once a run created after them has started elsewhere, the executor
+        # has passed over the queued ones while the first still runs.
+        later = await start_run(client, tenant, await make_thread(client, tenant), input="probe #notools")
+        await wait_for_status(client, tenant, later["id"], "running", "completed")
         assert (await get_run(client, tenant, second["id"]))["status"] == "queued"
         assert (await thread_of(client, tenant, thread))["activeRunId"] == first["id"]
         await client.post(f"/v1/runs/{first['id']}/cancel", headers=tenant.secret)
@@ -214,12 +218,15 @@ class TestReadAndList:
 
 
 class TestCancel:
-    async def test_cancel_mid_run_ends_the_stream(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+    async def test_cancel_mid_run_ends_the_stream(
+        self, client: httpx.AsyncClient, tenant: Tenant, services: Services
+    ) -> None:
         thread = await make_thread(client, tenant)
         run = await start_run(client, tenant, thread, input=SLOW)
         reading = asyncio.create_task(read_stream(client, tenant, f"/v1/runs/{run['id']}/stream"))
         await wait_for_status(client, tenant, run["id"], "running")
-        await asyncio.sleep(0.2)
+        await wait_for_event(services, run["id"], "text_chunk")
+        executing = executing_task(run["id"])
         response = await client.post(f"/v1/runs/{run['id']}/cancel", headers=tenant.secret)
         assert response.status_code == 200, response.text
         assert response.json()["status"] == "cancelled" and response.json()["endedAt"] is not None
@@ -229,8 +236,10 @@ class TestCancel:
         assert events[-2]["type"] == "run_completed" and events[-2]["status"] == "cancelled"
         assert events[-1] == DONE
         assert [e["cursor"] for e in events[:-1]] == [f"{run['id']}.{i}" for i in range(1, len(events))]
-        # Nothing is written after the cancel: the stream replays the same events.
-        await asyncio.sleep(0.3)
+        # Nothing is written after the cancel: once the executor's task for the run has ended, the stream
+        # replays the same events.
+        done, _ = await asyncio.wait({executing}, timeout=10)
+        assert done
         assert await read_stream(client, tenant, f"/v1/runs/{run['id']}/stream") == events
         assert (await thread_of(client, tenant, thread))["activeRunId"] is None
 

@@ -12,17 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.keys.test_auth import assert_error
-from tests.runs.helpers import (
-    DONE,
-    make_thread,
-    parse_sse,
-    read_stream,
-    start_run,
-    types,
-    wait_for_status,
-)
-from tests.support import Tenant, make_tenant
+from tests.runs.helpers import DONE, parse_sse, read_stream, start_run, types, wait_for_status
+from tests.support import Tenant, assert_error, make_tenant, make_thread
 from threadline.kit import sse
 from threadline.runs import events
 from threadline.runtime import Services

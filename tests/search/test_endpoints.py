@@ -11,9 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.keys.test_auth import assert_error
-from tests.support import Tenant, make_tenant
-from tests.threads.test_endpoints import make_thread
+from tests.support import Tenant, assert_error, make_tenant, new_thread
 from threadline.runtime import Services
 from threadline.search import backend
 from threadline.search.postings import PostingsSealer
@@ -68,12 +66,12 @@ class Spread(NamedTuple):
 
 
 async def spread_word(client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant, word: str) -> Spread:
-    first = (await make_thread(client, tenant))["id"]
-    second = (await make_thread(client, tenant))["id"]
+    first = (await new_thread(client, tenant))["id"]
+    second = (await new_thread(client, tenant))["id"]
     mine = await say(client, tenant, first, f"{word} sighting", role="user")
     answer = await say(client, tenant, first, f"{word} facts", role="assistant")
     elsewhere = await say(client, tenant, second, f"{word} again")
-    theirs = (await make_thread(client, other_tenant))["id"]
+    theirs = (await new_thread(client, other_tenant))["id"]
     await say(client, other_tenant, theirs, f"{word} in another organization")
     return Spread(first, theirs, mine, answer, elsewhere)
 
@@ -112,7 +110,7 @@ class TestMessages:
     async def test_stems_prefixes_phrases_or_and_exclusion(
         self, client: httpx.AsyncClient, tenant: Tenant
     ) -> None:
-        thread = (await make_thread(client, tenant))["id"]
+        thread = (await new_thread(client, tenant))["id"]
         deployment = await say(client, tenant, thread, "The deployment to production failed at midnight")
         deploying = await say(client, tenant, thread, "We are deploying the billing service now")
         rollback = await say(client, tenant, thread, "Rollback finished; staging is healthy")
@@ -138,7 +136,7 @@ class TestMessages:
 
     async def test_short_words_match_as_typed(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
         """Not by stem: PostgreSQL stems "ins" to "in", whose prefix would also find "index"."""
-        thread = (await make_thread(client, tenant))["id"]
+        thread = (await new_thread(client, tenant))["id"]
         insurance = await say(client, tenant, thread, "The insurance claim was filed")
         ins = await say(client, tenant, thread, "Outs and ins of the rollout")
         await say(client, tenant, thread, "Rebuild the index tonight")
@@ -147,14 +145,14 @@ class TestMessages:
         assert set(ids(await search(client, tenant, "messages", q="claim OR ins"))) == {insurance, ins}
 
     async def test_snippet_marks_the_match(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
-        thread = (await make_thread(client, tenant))["id"]
+        thread = (await new_thread(client, tenant))["id"]
         await say(client, tenant, thread, "Nothing to see here. The database migration stalled on a lock.")
         hit = (await search(client, tenant, "messages", q="migration"))["data"][0]  # type: ignore[index]
         assert "<mark>migration</mark>" in hit["snippet"]
         assert hit["threadId"] == thread and hit["content"].endswith("lock.")
 
     async def test_relevance_then_recency(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
-        thread = (await make_thread(client, tenant))["id"]
+        thread = (await new_thread(client, tenant))["id"]
         older = await say(client, tenant, thread, "outage report")
         dense = await say(client, tenant, thread, "outage outage outage: the outage lasted an hour")
         newer = await say(client, tenant, thread, "outage report")
@@ -180,7 +178,7 @@ class TestMessages:
     async def test_pagination_totals_and_past_the_end(
         self, client: httpx.AsyncClient, tenant: Tenant
     ) -> None:
-        thread = (await make_thread(client, tenant))["id"]
+        thread = (await new_thread(client, tenant))["id"]
         for i in range(7):
             await say(client, tenant, thread, f"platypus note {i}")
         first = await search(client, tenant, "messages", q="platypus", limit=3)
@@ -211,9 +209,9 @@ class TestThreads:
     async def test_matches_title_and_metadata_values_and_follows_updates(
         self, client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant
     ) -> None:
-        titled = await make_thread(client, tenant, title="Checkout latency investigation")
-        tagged = await make_thread(client, tenant, title="Untitled", metadata={"service": "checkout-api"})
-        await make_thread(client, other_tenant, title="Checkout elsewhere")
+        titled = await new_thread(client, tenant, title="Checkout latency investigation")
+        tagged = await new_thread(client, tenant, title="Untitled", metadata={"service": "checkout-api"})
+        await new_thread(client, other_tenant, title="Checkout elsewhere")
         body = await search(client, tenant, "threads", q="checkout")
         assert set(ids(body)) == {titled["id"], tagged["id"]}
         hit = next(h for h in body["data"] if h["id"] == titled["id"])  # type: ignore[attr-defined]
@@ -252,7 +250,7 @@ async def test_every_match_once_across_pages(
 ) -> None:
     """Property: paging through N matches returns each exactly once, totalPages = ceil(N / limit)."""
     tenant = await make_tenant(services, "paging")
-    thread = (await make_thread(client, tenant))["id"]
+    thread = (await new_thread(client, tenant))["id"]
     expected = {await say(client, tenant, thread, f"quokka entry {i}") for i in range(matches)}
     for i in range(noise):
         await say(client, tenant, thread, f"unrelated entry {i}")
@@ -270,7 +268,7 @@ async def test_pages_cross_from_ranked_to_newest_first(
     match follows newest first; each match once, across any page size."""
     monkeypatch.setattr(backend, "CANDIDATES", 4)
     tenant = await make_tenant(services, "ranked-head")
-    thread = (await make_thread(client, tenant))["id"]
+    thread = (await new_thread(client, tenant))["id"]
     # Older messages say it more often: relevance and recency disagree inside the ranked head.
     written = [
         await say(client, tenant, thread, " ".join(["numbat"] * (matches - i))) for i in range(matches)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.keys.test_auth import assert_error
-from tests.support import Tenant
+from tests.support import Tenant, assert_error
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.conftest import POSTGRES_URL, Backend
-from tests.keys.test_auth import assert_error
-from tests.support import Tenant, listed
+from tests.support import Tenant, assert_error, listed
 from threadline.config import normalize_database_url
 from threadline.kit.clock import isoformat
 from threadline.kit.db import Database

@@ -7,21 +7,13 @@ import asyncio
 import httpx
 import pytest
 
-from tests.keys.test_auth import assert_error
-from tests.support import Tenant
+from tests.support import Tenant, assert_error, new_thread
 from threadline.kit.pagination import CursorPage
 from threadline.runtime import Services
 from threadline.threads.schemas import ThreadOut
 from threadline.threads.service import get_thread
 
 THREAD_FIELDS = {"id", "title", "metadata", "activeRunId", "messageCount", "createdAt", "updatedAt"}
-
-
-async def make_thread(client: httpx.AsyncClient, tenant: Tenant, **body: object) -> dict[str, object]:
-    response = await client.post("/v1/threads", headers=tenant.secret, json=body)
-    assert response.status_code == 201, response.text
-    created: dict[str, object] = response.json()
-    return created
 
 
 class TestCreate:
@@ -57,7 +49,7 @@ class TestCreate:
 
     async def test_success_and_limits_inclusive(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
         metadata = {f"k{i:02d}" + "x" * 61: "v" * 512 for i in range(16)}
-        thread = await make_thread(client, tenant, title="t" * 256, metadata=metadata)
+        thread = await new_thread(client, tenant, title="t" * 256, metadata=metadata)
         assert set(thread) == THREAD_FIELDS
         assert thread["title"] == "t" * 256 and thread["metadata"] == metadata
         assert thread["messageCount"] == 0 and thread["activeRunId"] is None
@@ -66,7 +58,7 @@ class TestCreate:
     async def test_empty_body_makes_an_untitled_thread(
         self, client: httpx.AsyncClient, tenant: Tenant
     ) -> None:
-        thread = await make_thread(client, tenant)
+        thread = await new_thread(client, tenant)
         assert thread["title"] is None and thread["metadata"] == {}
 
     async def test_concurrent_creates_are_each_committed_once_and_a_bad_one_fails_alone(
@@ -103,8 +95,8 @@ class TestList:
     async def test_newest_first_own_only_with_cursor(
         self, client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant
     ) -> None:
-        ids = [(await make_thread(client, tenant, title=f"t{i}"))["id"] for i in range(5)]
-        await make_thread(client, other_tenant, title="theirs")
+        ids = [(await new_thread(client, tenant, title=f"t{i}"))["id"] for i in range(5)]
+        await new_thread(client, other_tenant, title="theirs")
         first = (await client.get("/v1/threads?limit=3", headers=tenant.secret)).json()
         second = (
             await client.get(
@@ -121,7 +113,7 @@ class TestList:
         """The list writes its body directly (threads.fast_list.page_json), unfiltered from the driver's
         values and filtered from SQLAlchemy's: both must be CursorPage[ThreadOut]'s bytes."""
         for i in range(3):
-            await make_thread(
+            await new_thread(
                 client, tenant, title=None if i else 't\u00e9"', metadata={"team": "core", "i": str(i)}
             )
         response = await client.get("/v1/threads", headers=tenant.secret, params=params)
@@ -134,9 +126,9 @@ class TestList:
         assert response.content == expected.model_dump_json().encode()
 
     async def test_metadata_filter(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
-        prod = await make_thread(client, tenant, metadata={"env": "prod", "team": "core"})
-        await make_thread(client, tenant, metadata={"env": "staging", "team": "core"})
-        await make_thread(client, tenant, metadata={"team": "core"})
+        prod = await new_thread(client, tenant, metadata={"env": "prod", "team": "core"})
+        await new_thread(client, tenant, metadata={"env": "staging", "team": "core"})
+        await new_thread(client, tenant, metadata={"team": "core"})
         response = await client.get("/v1/threads", headers=tenant.secret, params={"metadata[env]": "prod"})
         assert [t["id"] for t in response.json()["data"]] == [prod["id"]]
         both = await client.get(
@@ -175,7 +167,7 @@ class TestList:
     async def test_head_answers_headers_without_a_body(
         self, client: httpx.AsyncClient, tenant: Tenant
     ) -> None:
-        await make_thread(client, tenant)
+        await new_thread(client, tenant)
         got = await client.get("/v1/threads", headers=tenant.secret)
         head = await client.head("/v1/threads", headers=tenant.secret)
         assert head.status_code == 200
@@ -196,12 +188,12 @@ class TestGet:
     async def test_another_organizations_thread_is_404(
         self, client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant
     ) -> None:
-        theirs = await make_thread(client, other_tenant)
+        theirs = await new_thread(client, other_tenant)
         response = await client.get(f"/v1/threads/{theirs['id']}", headers=tenant.secret)
         assert_error(response, 404, "NOT_FOUND", operation_id="threads.get")
 
     async def test_success(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
-        thread = await make_thread(client, tenant, title="hello")
+        thread = await new_thread(client, tenant, title="hello")
         response = await client.get(f"/v1/threads/{thread['id']}", headers=tenant.secret)
         assert response.status_code == 200 and response.json() == thread
 
@@ -220,7 +212,7 @@ class TestUpdate:
     async def test_another_organizations_thread_is_404_and_unchanged(
         self, client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant
     ) -> None:
-        theirs = await make_thread(client, other_tenant, title="keep")
+        theirs = await new_thread(client, other_tenant, title="keep")
         response = await client.patch(
             f"/v1/threads/{theirs['id']}", headers=tenant.secret, json={"title": "x"}
         )
@@ -229,7 +221,7 @@ class TestUpdate:
         assert kept.json()["title"] == "keep"
 
     async def test_bad_input(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
-        thread = await make_thread(client, tenant)
+        thread = await new_thread(client, tenant)
         for body in ({"title": "x" * 257}, {"metadata": None}, {"metadata": {"k": 2}}, {"id": "thr_y"}):
             response = await client.patch(f"/v1/threads/{thread['id']}", headers=tenant.secret, json=body)
             assert_error(
@@ -237,7 +229,7 @@ class TestUpdate:
             )
 
     async def test_partial_update(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
-        thread = await make_thread(client, tenant, title="before", metadata={"a": "1"})
+        thread = await new_thread(client, tenant, title="before", metadata={"a": "1"})
         url = f"/v1/threads/{thread['id']}"
         renamed = (await client.patch(url, headers=tenant.secret, json={"title": "after"})).json()
         assert renamed["title"] == "after" and renamed["metadata"] == {"a": "1"}
@@ -262,7 +254,7 @@ class TestDelete:
     async def test_another_organizations_thread_is_404(
         self, client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant
     ) -> None:
-        theirs = await make_thread(client, other_tenant)
+        theirs = await new_thread(client, other_tenant)
         response = await client.delete(f"/v1/threads/{theirs['id']}", headers=tenant.secret)
         assert_error(response, 404, "NOT_FOUND", operation_id="threads.delete")
         assert (
@@ -272,7 +264,7 @@ class TestDelete:
     async def test_deletes_the_thread_and_its_messages(
         self, client: httpx.AsyncClient, tenant: Tenant
     ) -> None:
-        thread = await make_thread(client, tenant, title="doomed")
+        thread = await new_thread(client, tenant, title="doomed")
         url = f"/v1/threads/{thread['id']}"
         message = await client.post(
             f"{url}/messages", headers=tenant.secret, json={"content": "zebra crossing"}

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import asyncpg
 import sqlalchemy as sa
 from pydantic_core import from_json
 from sqlalchemy import event
@@ -115,6 +116,24 @@ async def _in_thread(function: Callable[[], T]) -> T:
         raise
 
 
+async def _connect_to_the_end(*args: Any, **kwargs: Any) -> Any:
+    """``asyncpg.connect``, seen to its end even if the caller is cancelled meanwhile (a task stopped at
+    shutdown while the pool opened a connection for it): asyncpg cancelled halfway leaves the future of its
+    SSL negotiation failed with a ``ConnectionError`` nobody retrieves, which asyncio reports as lost. The
+    connection the caller no longer wants is closed."""
+    connecting = asyncio.ensure_future(asyncpg.connect(*args, **kwargs))
+    try:
+        return await asyncio.shield(connecting)
+    except asyncio.CancelledError:
+        connecting.add_done_callback(_close_unwanted)
+        raise
+
+
+def _close_unwanted(connecting: asyncio.Future[Any]) -> None:
+    if not connecting.cancelled() and connecting.exception() is None:
+        connecting.result().terminate()
+
+
 class _SqliteConnection:
     """The async face of a plain SQLAlchemy connection (see the module docstring)."""
 
@@ -157,7 +176,12 @@ class Database:
             self._writers = asyncio.Lock()
         else:
             self._async_engine = create_async_engine(
-                url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+                url,
+                pool_size=pool_size,
+                max_overflow=pool_size,
+                pool_pre_ping=True,
+                # Read (and removed) by SQLAlchemy's asyncpg adapter: the function it connects with.
+                connect_args={"async_creator_fn": _connect_to_the_end},
             )
 
     @property
