@@ -121,7 +121,7 @@ class _App(FastAPI):
     Requests to ``fast_routes`` go through the same middleware (request id, CORS, access) to endpoints
     that answer every such request themselves, but not through FastAPI's routing or its error, telemetry
     and body-limit wrappers, which cost more CPU per request than an intake record or a thread page
-    itself (bench/README.md has the figures)."""
+    itself (bench/HISTORY.md has the figures)."""
 
     fast_routes: FastRoutes = {}
     fast_chain: ASGIApp | None = None

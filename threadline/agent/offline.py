@@ -9,7 +9,8 @@ can be tried, and its clients tested, without a model provider. Its script, per 
 3. The answer, streamed word by word (``text_chunk``, then ``text_complete``): what it found, and the
    request quoted back.
 
-Directives in the last user message change the script (they are documented for users in the README):
+Directives in the last user message change the script (they are documented for users in
+docs/behaviour.md, "Models and tools"):
 
 - ``#notools``: skip steps 1 and 2 (one reasoning chunk, then the answer).
 - ``#chunks=N``: the answer is N words (1 to 100,000), one ``text_chunk`` each.

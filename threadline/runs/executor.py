@@ -5,10 +5,10 @@ One executor per process that executes runs: the server in the embedded shape, e
 in the distributed one. An executor wakes on ``runs.queued`` (a run was created, or a thread's run ended so
 its next one may start) and also looks every second, so a lost signal delays a run by a second at most.
 Each run it holds has a lease in the database, renewed every third of ``run_lease_seconds``; a process that
-dies stops renewing, and any executor (the reaper runs in every serving process, executing or not) ends its
-runs ``failed`` with an ``error`` event once the lease has lapsed, so their streams end with ``[DONE]``.
-Cancellation arrives as ``runs.cancelled`` and stops the run's task at once; a renewal that finds the run no
-longer held (the signal was lost) stops it too.
+dies stops renewing, and any executor (the reaper runs in every process but ``serve-intake``, executing or
+not) ends its runs ``failed`` with an ``error`` event once the lease has lapsed, so their streams end with
+``[DONE]``. Cancellation arrives as ``runs.cancelled`` and stops the run's task at once; a renewal that finds
+the run no longer held (the signal was lost) stops it too.
 """
 
 from __future__ import annotations

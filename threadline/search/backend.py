@@ -6,7 +6,7 @@ relevance (``ranking.py``) and then newest first; every older match follows, new
 order (``seq`` is unique), so walking the pages returns each match once, and ``total`` is an exact count.
 Why not relevance over every match: at 1,000,000 messages a common word or prefix matches 50,000-220,000
 of them, and scoring them all (``bm25`` / ``ts_rank_cd``) took 160-500 ms a query where counting took
-10-50 ms on SQLite (bench/search.py; README "Behaviour the specification left open"). The newest matches
+10-50 ms on SQLite (bench/search.py; docs/behaviour.md "Search", bench/HISTORY.md). The newest matches
 are found from the index's own order (FTS5 doclists are in rowid order; PostgreSQL walks the primary key
 backwards), so a page costs a count plus a few hundred rows, whatever the number of matches.
 

@@ -4,7 +4,7 @@ of our own (``search/postings.py``, ``search/sealed.py``), which count without v
 
 Through the GIN index (thread search, search within a thread, and what postings cannot bound) the count is a
 bitmap scan of the index and a visit of every matching heap page (PostgreSQL 15's bitmap heap scan does not
-skip all-visible pages even for ``count(*)``, and GIN has no index-only scan; bench/README); the newest
+skip all-visible pages even for ``count(*)``, and GIN has no index-only scan; bench/HISTORY.md); the newest
 matches are whatever the planner finds cheapest for ``ORDER BY seq DESC LIMIT``. Ranking and snippets are
 ``ranking.py``'s: ``ts_rank_cd`` and ``ts_headline`` are not called, as they detoast and re-parse every
 row they see.

@@ -21,9 +21,10 @@ Merges keep the number of segments small: a run of ``FANOUT`` adjacent segments 
 most ``FANOUT - 1`` segments of each class remain, so a lexeme is read from a few dozen rows at most.
 
 Every step is one transaction and idempotent: processes that run it at once serialise on the watermark
-row (sealing) or skip (merging), and a crash loses only the step in flight. ``serve`` runs it every
-``INTERVAL_SECONDS`` (``PostingsSealer``, which the composition root opens on PostgreSQL only: SQLite's
-FTS5 counts from its own index); the benchmark runs ``seal`` once after loading its corpus."""
+row (sealing) or skip (merging), and a crash loses only the step in flight. The background chores
+(``threadline.chores``) run it every ``INTERVAL_SECONDS`` (``PostingsSealer``, which the composition root
+opens on PostgreSQL only: SQLite's FTS5 counts from its own index); the benchmark runs ``seal`` once after
+loading its corpus."""
 
 from __future__ import annotations
 
@@ -229,5 +230,5 @@ class PostingsSealer:
 
 
 async def run_periodically(sealer: PostingsSealer, interval: float = INTERVAL_SECONDS) -> None:
-    """Until cancelled; started by ``serve``."""
+    """Until cancelled; started by the background chores (``threadline.chores``)."""
     await every(interval, sealer.run_once, "sealing search postings")

@@ -1,7 +1,7 @@
 """A ``tsquery`` evaluated over sets of message ``seq``: sorted, duplicate-free numpy arrays.
 
 Why arrays in Python rather than SQL: PostgreSQL can count the matches of a query only by visiting each
-matching row (bench/README), and the count is what a search page must return. Our postings
+matching row (bench/HISTORY.md), and the count is what a search page must return. Our postings
 (``search/postings.py``) hold, for each lexeme, the ``seq`` of every message that contains it; combining a
 few of those lists with numpy (sorted merges at memory speed) costs a few milliseconds for hundreds of
 thousands of matches, and the count is then the length of the result.

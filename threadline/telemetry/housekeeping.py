@@ -45,7 +45,7 @@ async def run_once(retention: Retention, now: datetime | None = None) -> Report:
 
 
 async def run_periodically(retention: Retention, interval: float = INTERVAL_SECONDS) -> None:
-    """Until cancelled; started by ``serve``."""
+    """Until cancelled; started by the background chores (``threadline.chores``)."""
     await every(interval, lambda: run_once(retention), "telemetry housekeeping")
 
 

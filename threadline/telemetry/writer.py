@@ -1,4 +1,4 @@
-"""The intake's writes: many requests, one transaction (``kit.db.GroupCommit``).
+"""The intake's writes: many requests, one transaction (``kit.group_commit.GroupCommit``).
 
 A request hands its decoded rows to the writer and waits; 202 is sent only after the commit of the group
 its rows went into, so an answered request is on disk, whatever happens to the process next. Groups hold

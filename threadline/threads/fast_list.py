@@ -121,8 +121,8 @@ def metadata_filter(request: Request) -> dict[str, str]:
 
 
 class StoredThread(NamedTuple):
-    """A thread as the driver returns it (``kit.db.PlainQuery``), in ``ThreadOut``'s field order: times
-    and metadata still in stored form (see ``kit.db.stored_isoformat``, ``stored_json``)."""
+    """A thread as the driver returns it (``kit.plain_query.PlainQuery``), in ``ThreadOut``'s field order:
+    times and metadata still in stored form (see ``kit.db.stored_isoformat``, ``stored_json``)."""
 
     id: str
     title: str | None
