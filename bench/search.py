@@ -983,9 +983,10 @@ def run_shape(
 
 
 async def seal_postgres(url: str) -> dict[str, Any]:
-    """Seal the whole corpus into search postings before the server starts, with the code ``serve`` runs
-    every two seconds (``search/postings.py``): a live server seals as messages arrive, a bulk COPY is
-    sealed at once. Then VACUUM ANALYZE, as autovacuum would."""
+    """Seal the whole corpus into search postings before the server starts, with the code every API
+    process and worker runs every two seconds (``search/postings.py``, ``threadline/chores.py``): a live
+    server seals as messages arrive, a bulk COPY is sealed at once. Then VACUUM ANALYZE, as autovacuum
+    would."""
     db = Database(normalize_database_url(url))
     try:
         started = time.perf_counter()

@@ -154,7 +154,7 @@ class TestOverHttp:
         assert (await client.get("/v1/me", headers=other_tenant.secret)).status_code == 200
 
     async def test_unauthenticated_requests_are_limited_per_address(self, settings: Settings) -> None:
-        app = create_app(settings.model_copy(update={"default_rate_limit_per_minute": 5}))
+        app = create_app(settings.model_copy(update={"default_rate_limit_per_minute": 5}), chores=False)
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:

@@ -40,7 +40,7 @@ async def api_with_model(
                 "model_timeout_seconds": 0.5,
             }
         )
-        app = create_app(configured)
+        app = create_app(configured, chores=False)
         async with app.router.lifespan_context(app):
             tenant = await make_tenant(app.state.runtime.services, "openai")
             transport = httpx.ASGITransport(app=app)

@@ -33,8 +33,9 @@ _sealing: list[PostingsSealer] = []
 
 @pytest.fixture(autouse=True)
 def seal_before_searching(services: Services) -> Iterator[None]:
-    """On PostgreSQL each search first seals what the test wrote (``search/postings.py``), as ``serve``
-    does every two seconds: the endpoints are tested on the postings; test_postings.py covers the rest."""
+    """On PostgreSQL each search first seals what the test wrote (``search/postings.py``), as the chores
+    of every API process and worker do every two seconds: the endpoints are tested on the postings;
+    test_postings.py covers the rest."""
     sealers = [] if services.postings is None else [services.postings]
     _sealing.extend(sealers)
     yield

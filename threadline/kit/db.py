@@ -116,6 +116,12 @@ async def _in_thread(function: Callable[[], T]) -> T:
         raise
 
 
+# Connects whose caller was cancelled, still finishing: held here (asyncio keeps only weak references to
+# tasks) until they end, and awaited by ``Database.dispose`` so none is cut off halfway at shutdown.
+_ABANDONED_CONNECTS: set[asyncio.Future[Any]] = set()
+_ABANDONED_CONNECT_WAIT_SECONDS = 5.0
+
+
 async def _connect_to_the_end(*args: Any, **kwargs: Any) -> Any:
     """``asyncpg.connect``, seen to its end even if the caller is cancelled meanwhile (a task stopped at
     shutdown while the pool opened a connection for it): asyncpg cancelled halfway leaves the future of its
@@ -125,11 +131,13 @@ async def _connect_to_the_end(*args: Any, **kwargs: Any) -> Any:
     try:
         return await asyncio.shield(connecting)
     except asyncio.CancelledError:
+        _ABANDONED_CONNECTS.add(connecting)
         connecting.add_done_callback(_close_unwanted)
         raise
 
 
 def _close_unwanted(connecting: asyncio.Future[Any]) -> None:
+    _ABANDONED_CONNECTS.discard(connecting)
     if not connecting.cancelled() and connecting.exception() is None:
         connecting.result().terminate()
 
@@ -323,6 +331,8 @@ class Database:
         if self._sync_engine is not None:
             self._sync_engine.dispose()
         if self._async_engine is not None:
+            if _ABANDONED_CONNECTS:  # bounded: asyncpg's own connect timeout is a minute
+                await asyncio.wait(set(_ABANDONED_CONNECTS), timeout=_ABANDONED_CONNECT_WAIT_SECONDS)
             await self._async_engine.dispose()
 
 

@@ -148,9 +148,7 @@ async def run_to_follow(
     """The run a thread's stream follows and the event it resumes after: the run the resume ``position``
     came from, else the thread's active run (the running one, else the oldest queued one), else a replay
     of its latest; None when the thread has no run."""
-    thread = await ThreadRepository(conn, organization_id).get(thread_id)
-    if thread is None:
-        raise NotFound(f"Thread {thread_id} was not found.")
+    thread = await threads.get_thread(conn, organization_id, thread_id)
     cursor_run, after = _resume_point(position)
     runs = RunRepository(conn, organization_id)
     if cursor_run is not None:
