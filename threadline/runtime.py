@@ -157,14 +157,12 @@ async def open_services(
         limiter = MemoryRateLimiter()
         signals = MemorySignalBus()
     authenticator = KeyAuthenticator(db, signals, settings)
-    postgresql = db.dialect_name == "postgresql"
+    appender, retention, sealer = _per_dialect(settings, db)
     log_triggers = LogTriggers(db, signals, prices, clock, insert_or_ignore(db.dialect_name))
-    logs = LogWriter(db, signals, _log_appender(settings, db), log_triggers)
+    logs = LogWriter(db, signals, appender, log_triggers)
     log_tails = LogTails(signals)
     run_feeds = RunFeeds(db, signals)
     search = search_backend(db.dialect_name)
-    retention: Retention = PartitionedRetention(db) if postgresql else DeletingRetention(db)
-    sealer = PostingsSealer(db) if postgresql else None
     executor = scheduler = None
     if runs != "off":
         execute = runs == "worker" or settings.executes_runs_in_server
@@ -222,12 +220,14 @@ async def open_services(
         await db.dispose()
 
 
-def _log_appender(settings: Settings, db: Database) -> LogAppender:
-    """PostgreSQL appends in the server; SQLite in its store process (``THREADLINE_LOG_STORE=process``, a
-    database file), or else in the server too."""
+def _per_dialect(settings: Settings, db: Database) -> tuple[LogAppender, Retention, PostingsSealer | None]:
+    """The dialect's log appends, retention and postings sealer, on one branch. PostgreSQL appends in the
+    server, keeps days in partitions and seals postings; SQLite appends in its store process
+    (``THREADLINE_LOG_STORE=process``, a database file) or else in the server, deletes expired records and
+    needs no postings (FTS5 counts from its own index)."""
     if db.dialect_name == "postgresql":
-        return PostgresAppender()
+        return PostgresAppender(), PartitionedRetention(db), PostingsSealer(db)
     path = db.sqlite_path
     if settings.log_store == "process" and path is not None and path.name not in ("", ":memory:"):
-        return SqliteStoreAppender(path)
-    return SqliteAppender()
+        return SqliteStoreAppender(path), DeletingRetention(db), None
+    return SqliteAppender(), DeletingRetention(db), None
