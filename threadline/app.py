@@ -11,6 +11,7 @@ from threadline.automations.endpoints import router as automations_router
 from threadline.billing.endpoints import router as billing_router
 from threadline.config import Settings
 from threadline.contract import build_contract, render
+from threadline.dashboard.app import create_dashboard
 from threadline.intake_app import create_intake_app
 from threadline.keys.endpoints import router as keys_router
 from threadline.me.endpoints import router as me_router
@@ -23,6 +24,9 @@ from threadline.settings.endpoints import router as settings_router
 from threadline.telemetry.endpoints import router as logs_router
 from threadline.threads.endpoints import router as threads_router
 from threadline.threads.fast_list import LIST_ROUTE, ThreadListEndpoint
+
+# Paths the API app answers itself; every other path is the dashboard's.
+_API_PATHS = ("/v1/", "/v1", "/docs", "/healthz", "/readyz")
 
 
 def create_app(
@@ -56,6 +60,8 @@ def create_app(
         docs.router,
     )
     app.mount("/docs/assets", docs.assets, name="docs-assets")
+    app.pages = create_dashboard(app.state.runtime)
+    app.api_paths = _API_PATHS
     contract: list[bytes] = []
 
     @app.get("/v1/openapi.json", include_in_schema=False)

@@ -51,13 +51,13 @@ def assemble(
     outer: Sequence[tuple[type[Any], dict[str, Any]]] = (),
     served_before_routing: tuple[type[Any], FastRoutes] | None = None,
     chores: bool = False,
-) -> FastAPI:
+) -> ServedApp:
     """``services`` given: they belong to the caller (``serve`` shares one set between both surfaces).
     Not given: the app's lifespan opens and closes its own, with the background chores if ``chores``
     (``threadline.chores``). ``outer``: middleware classes and their arguments (besides ``runtime``), run
     after the request id is set and before authentication.
     ``served_before_routing``: an ASGI class (built with the app to fall back to and ``runtime``) that
-    answers the given routes itself, after authentication, outside FastAPI (see ``_App``)."""
+    answers the given routes itself, after authentication, outside FastAPI (see ``ServedApp``)."""
     runtime: Runtime[Services] = Runtime()
 
     @asynccontextmanager
@@ -73,7 +73,7 @@ def assemble(
             finally:
                 runtime.services = None
 
-    app = _App(
+    app = ServedApp(
         title=title,
         openapi_url=None,
         docs_url=None,
@@ -115,7 +115,7 @@ FastRoutes = Mapping[str, frozenset[str] | None]
 _NOT_SERVED: frozenset[str] = frozenset()
 
 
-class _App(FastAPI):
+class ServedApp(FastAPI):
     """A FastAPI app whose hottest routes may skip the framework's own layers.
 
     Requests to ``fast_routes`` go through the same middleware (request id, CORS, access) to endpoints
@@ -125,8 +125,18 @@ class _App(FastAPI):
 
     fast_routes: FastRoutes = {}
     fast_chain: ASGIApp | None = None
+    # The web dashboard (``threadline.dashboard``): every HTTP path outside ``api_paths`` goes there.
+    pages: ASGIApp | None = None
+    api_paths: tuple[str, ...] = ()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            self.pages is not None
+            and scope["type"] == "http"
+            and not scope["path"].startswith(self.api_paths)
+        ):
+            await self.pages(scope, receive, send)
+            return
         if self.fast_chain is not None and scope["type"] == "http":
             methods = self.fast_routes.get(scope["path"], _NOT_SERVED)
             if methods is None or scope["method"] in methods:

@@ -71,6 +71,11 @@ class Settings(BaseSettings):
     # JSON in the environment: THREADLINE_MODEL_PRICES='{"openai/*": {"input": 2.5, "output": 10}}'.
     model_prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
+    # Dashboard sessions (docs/dashboard.md): a session ends after this long without a request, and after
+    # this long in all, whatever its use.
+    dashboard_idle_minutes: float = Field(30, gt=0, le=24 * 60)
+    dashboard_absolute_hours: float = Field(12, gt=0, le=24 * 30)
+
     # Automations: how often the scheduler looks for due schedules (a schedule fires within this of its
     # time, plus the firing's own transaction).
     scheduler_interval_seconds: float = Field(1.0, gt=0, le=5)

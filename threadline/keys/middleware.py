@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadline.config import Settings
 from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, KeyAuthenticator, Principal
-from threadline.kit.context import RATE_LIMIT_SCOPE_KEY, header_of
+from threadline.kit.context import RATE_LIMIT_SCOPE_KEY, client_address
 from threadline.kit.errors import (
     ApiError,
     BadRequest,
@@ -192,7 +192,7 @@ class AccessMiddleware:
 async def limit_by_address(services: AccessServices, scope: Scope, surface: Surface) -> None:
     """Public documents, refused requests and CORS preflights that name a key cost the client address a
     token (and may become a 429): what is not charged to an organization is still throttled."""
-    client = _client_address(scope, services.settings.trust_forwarded_for)
+    client = client_address(scope, services.settings.trust_forwarded_for)
     limit = services.settings.default_rate_limit_per_minute
     decision = await services.limiter.hit((Bucket(f"{surface}:ip:{client}", limit),))
     scope[RATE_LIMIT_SCOPE_KEY] = decision.headers()
@@ -202,15 +202,6 @@ async def limit_by_address(services: AccessServices, scope: Scope, surface: Surf
 
 def _too_large(limit: int) -> str:
     return f"The request body is larger than the limit of {limit} bytes."
-
-
-def _client_address(scope: Scope, trust_forwarded_for: bool) -> str:
-    forwarded = header_of(scope, b"x-forwarded-for") if trust_forwarded_for else None
-    if forwarded is not None:
-        # The last entry is the one our own proxy appended; earlier ones are the client's to forge.
-        return forwarded.decode("latin-1").rsplit(",", 1)[-1].strip()
-    client = scope.get("client")
-    return str(client[0]) if client else "unknown"
 
 
 def _limited(receive: Receive, limit: int) -> Receive:

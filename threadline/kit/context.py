@@ -36,6 +36,16 @@ def header_of(scope: Scope, wanted: bytes) -> bytes | None:
     return None
 
 
+def client_address(scope: Scope, trust_forwarded_for: bool) -> str:
+    """The caller's address: the socket's peer, or with ``trust_forwarded_for`` the last entry of
+    ``X-Forwarded-For`` (the one our own proxy appended; earlier ones are the client's to forge)."""
+    forwarded = header_of(scope, b"x-forwarded-for") if trust_forwarded_for else None
+    if forwarded is not None:
+        return forwarded.decode("latin-1").rsplit(",", 1)[-1].strip()
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
 def request_id_of(scope: Scope) -> str | None:
     value = scope.get(REQUEST_ID_SCOPE_KEY)
     return value if isinstance(value, str) else None

@@ -2,6 +2,7 @@
 
 from threadline.automations.tables import automation_firings, automations
 from threadline.billing.tables import billing_accounts, billing_transactions
+from threadline.dashboard.tables import dashboard_sessions
 from threadline.keys.tables import api_keys
 from threadline.messages.tables import messages
 from threadline.organizations.tables import organizations
@@ -40,6 +41,7 @@ __all__ = [
     "automations",
     "billing_accounts",
     "billing_transactions",
+    "dashboard_sessions",
     "is_declared",
     "log_records",
     "log_sequence",

@@ -1,0 +1,125 @@
+"""Browser journeys: Playwright driving Debian's Chromium (``/usr/bin/chromium``; Playwright's own browser
+download cannot work here) against a real ``threadline serve`` of each storage shape.
+
+Without Chromium these tests are skipped, saying why, unless ``THREADLINE_TEST_REQUIRE_BROWSER=1`` (as
+``.ci/run`` sets, after installing Chromium when it is missing): then they fail. Each journey writes
+screenshots to ``tests/dashboard/screenshots/`` (git-ignored)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.async_api import Browser, Page, async_playwright
+
+from tests.support import ServerProcess, init_database, running_server
+
+CHROMIUM = Path(os.environ.get("THREADLINE_TEST_CHROMIUM", "/usr/bin/chromium"))
+REQUIRE_BROWSER = os.environ.get("THREADLINE_TEST_REQUIRE_BROWSER") == "1"
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "screenshots"
+# As the machine's own probe starts it: no sandbox as root, and no calls home (refused here, and slow).
+_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if CHROMIUM.exists() or REQUIRE_BROWSER:
+        return
+    skip = pytest.mark.skip(reason=f"browser tests need Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    here = str(Path(__file__).parent)
+    for item in items:
+        if str(item.path).startswith(here):
+            item.add_marker(skip)
+
+
+@dataclass
+class Served:
+    """A running ``threadline serve`` after ``threadline init``: its URLs, the owner's login and keys."""
+
+    server: ServerProcess
+    env: dict[str, str]
+    created: dict[str, Any]
+
+    @property
+    def url(self) -> str:
+        return self.server.api_url
+
+    @property
+    def intake_url(self) -> str:
+        return self.server.intake_url
+
+    @property
+    def email(self) -> str:
+        return str(self.created["owner"]["email"])
+
+    @property
+    def password(self) -> str:
+        return str(self.created["owner"]["password"])
+
+    @property
+    def secret_key(self) -> str:
+        return str(self.created["secretKey"])
+
+
+@pytest.fixture
+def served(empty_env: dict[str, str]) -> Iterator[Served]:
+    created = init_database(empty_env)
+    with running_server(empty_env) as server:
+        yield Served(server, empty_env, created)
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    if not CHROMIUM.exists():  # noqa: ASYNC240 (one stat before the browser starts)
+        pytest.fail(f"THREADLINE_TEST_REQUIRE_BROWSER=1 but there is no Chromium at {CHROMIUM}")
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=_ARGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@pytest.fixture
+async def page(browser: Browser) -> AsyncIterator[Page]:
+    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(10_000)
+    opened = await context.new_page()
+    try:
+        yield opened
+    finally:
+        await context.close()
+
+
+async def sign_in(page: Page, base_url: str, email: str, password: str) -> None:
+    await page.goto(f"{base_url}/login")
+    await page.get_by_label("Email").fill(email)
+    await page.get_by_label("Password").fill(password)
+    await page.get_by_role("button", name="Sign in").click()
+    await page.wait_for_url(re.compile(r"^(?!.*/login).*$"))
+
+
+async def screenshot(page: Page, name: str) -> None:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+async def assert_accessible(page: Page) -> None:
+    """axe-core finds no serious or critical violation on the page as it stands."""
+    from axe_playwright_python.async_playwright import Axe
+
+    results = await Axe().run(page)
+    violations = [v for v in results.response["violations"] if v.get("impact") in ("serious", "critical")]
+    assert not violations, [(v["id"], v["help"], [n["target"] for n in v["nodes"]][:3]) for v in violations]

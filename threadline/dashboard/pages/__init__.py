@@ -1,0 +1,1 @@
+"""One module per page (or group of pages): its routes, reached through ``dashboard.app``."""

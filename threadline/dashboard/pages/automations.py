@@ -1,0 +1,5 @@
+"""Scaffolding until the automations pages land."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,5 @@
+"""Scaffolding until the runs pages land."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,5 @@
+"""Scaffolding until the settings pages land."""
+
+from fastapi import APIRouter
+
+router = APIRouter()
