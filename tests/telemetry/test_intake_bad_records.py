@@ -3,6 +3,7 @@ OTLP protobuf clients are answered with."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from typing import Any
@@ -236,11 +237,22 @@ async def test_malformed_otlp_json_is_400(
     assert await stored_count(services, tenant.org_id) == 0
 
 
-@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e400"])
+@pytest.mark.parametrize(
+    "number",
+    [
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "1e400",
+        "1" + "0" * 400 + ".0",  # past 1.8e308 with no exponent: read as Infinity, stored as null
+        "-" + "9" * 309,  # an integer no double can hold
+    ],
+)
 async def test_non_finite_numbers_are_400_naming_the_record(
     intake: httpx.AsyncClient, services: Services, tenant: Tenant, number: str
 ) -> None:
-    """JSON has no NaN or Infinity (PostgreSQL's jsonb refuses them): refused on both backends alike."""
+    """JSON has no NaN or Infinity (PostgreSQL's jsonb refuses them), and a number past the largest double
+    would be read back as null: refused on both backends alike."""
     body = f'[{{"message": "ok"}}, {{"message": "bad", "attributes": {{"x": [{number}]}}}}]'
     response = await intake.post("/v1/logs", content=body, headers={**tenant.public, "content-type": JSON})
     error = assert_error(response, 400, "BAD_REQUEST", operation_id="logs.ingest", reason="VALIDATION_FAILED")
@@ -291,3 +303,34 @@ async def test_otlp_non_finite_double_is_400(intake: httpx.AsyncClient, tenant: 
     )
     assert response.status_code == 400
     assert rpc_status(response).code == 3
+
+
+@pytest.mark.parametrize(
+    "number", ["9" * 308, "1.7976931348623157e308", "0." + "0" * 400 + "1", "0." + "0" * 400 + "1e400"]
+)
+async def test_large_finite_numbers_are_kept(
+    intake: httpx.AsyncClient, client: httpx.AsyncClient, tenant: Tenant, number: str
+) -> None:
+    """Long digit runs that are finite doubles are ordinary numbers, not refused by the closer look."""
+    body = f'{{"message": "big", "attributes": {{"x": {number}}}}}'
+    response = await intake.post("/v1/logs", content=body, headers={**tenant.public, "content-type": JSON})
+    assert response.status_code == 202, response.text
+    [record] = await listed(client, tenant)
+    # PostgreSQL's jsonb writes numbers without exponents (1.79e308 comes back as 309 digits): same value.
+    assert float(record["attributes"]["x"]) == float(json.loads(number))
+
+
+@pytest.mark.distributed
+async def test_a_bad_number_never_fails_the_group_it_arrives_with(
+    intake: httpx.AsyncClient, services: Services, tenant: Tenant
+) -> None:
+    """On PostgreSQL requests arriving together share one transaction: a number jsonb cannot store must be
+    refused before its request joins the group, or it would fail every other request's records with it."""
+    headers = {**tenant.public, "content-type": JSON}
+    bad = '{"message": "bad", "attributes": {"n": 1' + "0" * 400 + ".0}}"
+    good = [intake.post("/v1/logs", content=f'{{"message": "good {i}"}}', headers=headers) for i in range(30)]
+    refused = intake.post("/v1/logs", content=bad, headers=headers)
+    answers = await asyncio.gather(*good[:15], refused, *good[15:])
+    assert [a.status_code for a in answers].count(202) == 30
+    assert answers[15].status_code == 400 and "[0].attributes" in answers[15].json()["message"]
+    assert await stored_count(services, tenant.org_id) == 30

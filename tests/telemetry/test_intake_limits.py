@@ -129,6 +129,32 @@ async def test_a_record_over_1_mib_is_413_naming_it(
     assert await stored_count(services, tenant.org_id) == 0
 
 
+@pytest.mark.parametrize("form", ["object", "array", "ndjson"])
+@pytest.mark.parametrize(("escapes", "accepted"), [(174_760, True), (174_763, False)])
+async def test_record_size_is_the_same_in_every_form(
+    intake: httpx.AsyncClient, services: Services, tenant: Tenant, form: str, escapes: int, accepted: bool
+) -> None:
+    """A record is measured as sent, escapes included, in every form: just under 1 MiB of \\u00e9 escapes
+    is accepted alone, in an array or as an NDJSON line, and just over it refused in all three (an array
+    once re-encoded its records, counting 2 bytes per escape, and accepted what the others refused)."""
+    record = '{"message":"' + "\\u00e9" * escapes + '"}'
+    assert (len(record) <= MIB) is accepted
+    content, content_type = {
+        "object": (record, JSON),
+        "array": (f'[{{"message":"small"}}, {record}]', JSON),
+        "ndjson": ('{"message":"small"}\n' + record + "\n", NDJSON),
+    }[form]
+    response = await intake.post(
+        "/v1/logs", content=content.encode(), headers={**tenant.public, "content-type": content_type}
+    )
+    if accepted:
+        assert response.status_code == 202, response.text[:300]
+        return
+    error = assert_error(response, 413, "PAYLOAD_TOO_LARGE", operation_id="logs.ingest")
+    assert f"Record [{0 if form == 'object' else 1}]" in str(error["message"])
+    assert await stored_count(services, tenant.org_id) == 0
+
+
 @pytest.mark.parametrize("form", ["array", "otlp-protobuf"])
 async def test_record_size_counts_utf8_bytes(
     intake: httpx.AsyncClient, services: Services, tenant: Tenant, form: str

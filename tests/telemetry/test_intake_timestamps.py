@@ -48,13 +48,31 @@ async def test_unknown_level_is_400_naming_the_record(
         (1_700_000_000, "2023-11-14T22:13:20.000Z"),  # Unix seconds
         (1_700_000_000.5, "2023-11-14T22:13:20.500Z"),
         (1_700_000_000_123, "2023-11-14T22:13:20.123Z"),  # too large for seconds: milliseconds
+        (0, "1970-01-01T00:00:00.000Z"),
+        (253_402_300_799, "9999-12-31T23:59:59.000Z"),  # the last second of 9999, in seconds
+        (253_402_300_800_000, None),  # the first millisecond of year 10000: refused
+        (253_402_300_799_999, "9999-12-31T23:59:59.999Z"),  # the last millisecond of 9999, exactly
+        (253_402_300_800, "1978-01-11T21:31:40.800Z"),  # past every second of 9999: milliseconds
+        (-1, None),
+        ("4", None),  # a numeric string is not a date-time
+        (" 1700000000 ", None),
+        ("1e9", None),
+        (True, None),
     ],
 )
 async def test_timestamps_as_iso_or_unix_time(
-    intake: httpx.AsyncClient, client: httpx.AsyncClient, tenant: Tenant, sent: object, stored: str
+    intake: httpx.AsyncClient, client: httpx.AsyncClient, tenant: Tenant, sent: object, stored: str | None
 ) -> None:
-    """A record's timestamp may be ISO 8601 (any zone, or none for UTC) or Unix time; it is kept in UTC."""
+    """A record's timestamp may be ISO 8601 (any zone, or none for UTC) or Unix time as a number; it is kept
+    in UTC. Numbers are seconds below the first second of year 10000, else milliseconds, so every second of
+    1970 to 9999 reads right; anything else is a 400 naming the field."""
     response = await intake.post("/v1/logs", json={"message": "t", "timestamp": sent}, headers=tenant.public)
+    if stored is None:
+        error = assert_error(
+            response, 400, "BAD_REQUEST", operation_id="logs.ingest", reason="VALIDATION_FAILED"
+        )
+        assert "[0].timestamp" in str(error["message"])
+        return
     assert response.status_code == 202, response.text
     [record] = await listed(client, tenant)
     assert record["timestamp"] == stored

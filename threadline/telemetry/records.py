@@ -74,15 +74,17 @@ def nul_refused(index: int, field: str) -> BadRequest:
 
 def storable(kind: Kind, rows: list[Row], body: bytes) -> list[Row]:
     """Refuse, naming the record, what no backend should store: NUL characters (JSON writes one only as
-    the escape ``\\u0000``) and non-finite numbers (``NaN``, ``Infinity``, or an exponent that overflows:
-    the parser accepts them, JSON does not have them, PostgreSQL's jsonb refuses them). Bodies without
-    those spellings, nearly all of them, need no closer look."""
+    the escape ``\\u0000``) and numbers that are no finite double (``NaN``, ``Infinity``, an exponent or a
+    run of 309 digits past 1.8e308: the parser accepts them, JSON does not have them, PostgreSQL's jsonb
+    refuses them, a reader would get ``null``). Bodies without those spellings, nearly all of them, need no
+    closer look."""
     nul = b"\\u0000" in body
     non_finite = (
         b"NaN" in body
         or b"Infinity" in body
         or _LARGE_EXPONENT.search(body) is not None
         or _LARGE_EXPONENT_UPPER.search(body) is not None
+        or (len(body) >= _DIGITS_PAST_DOUBLE and _long_digit_run(body))
     )
     if nul or non_finite:
         for index, row in enumerate(rows):
@@ -91,7 +93,8 @@ def storable(kind: Kind, rows: list[Row], body: bytes) -> list[Row]:
                     raise nul_refused(index, field)
                 if non_finite and _has_non_finite(row[column]):
                     raise BadRequest(
-                        f"Invalid request: [{index}].{field}: numbers must be finite (no NaN or Infinity).",
+                        f"Invalid request: [{index}].{field}: numbers must be finite doubles (no NaN, "
+                        "Infinity, or magnitude past 1.8e308).",
                         reason=Reason.VALIDATION_FAILED,
                     )
     return rows
@@ -103,9 +106,27 @@ def storable(kind: Kind, rows: list[Row], body: bytes) -> list[Row]:
 _LARGE_EXPONENT, _LARGE_EXPONENT_UPPER = re.compile(rb"e\+?[0-9]{3}"), re.compile(rb"E\+?[0-9]{3}")
 
 
+# A number past the largest double (1.8e308) written without an exponent has at least 309 digits. Searched as
+# a run of 309 zeros once every digit is mapped to 0: translate and find are both C loops over the bytes
+# (0.4 ms for a 240 KB batch, where the regex [0-9]{309} took 6 ms).
+_DIGITS_PAST_DOUBLE = 309
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_ZEROS = b"0" * _DIGITS_PAST_DOUBLE
+
+
+def _long_digit_run(body: bytes) -> bool:
+    return body.translate(_DIGITS_TO_ZERO).find(_ZEROS) >= 0
+
+
 def _has_non_finite(value: Any) -> bool:
     if isinstance(value, float):
         return not math.isfinite(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            float(value)
+        except OverflowError:
+            return True
+        return False
     if isinstance(value, dict):
         return any(_has_non_finite(item) for item in value.values())
     if isinstance(value, list):

@@ -7,10 +7,11 @@ taken apart into a row again (measured: the intake's batch throughput is bounded
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, NotRequired, Required
 
-from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, with_config
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
 from threadline.kit.schemas import ResponseModel, Timestamp
@@ -79,12 +80,43 @@ def _selection_time(moment: datetime) -> datetime:
 
 SelectionTime = Annotated[datetime, AfterValidator(_selection_time)]
 
-# Lax on purpose: ISO 8601 strings, or Unix time as a number (seconds, or milliseconds when the value is
-# too large to be seconds: pydantic's documented rule). A time without a zone is UTC.
+# Unix time as a number: seconds when below the first second of year 10000, else milliseconds up to the
+# last millisecond of 9999. Seconds and milliseconds overlap below that bound, so milliseconds before
+# 1978-01-11T21:31:40.800Z (values below 253,402,300,800) read as seconds: a record's own time is never
+# that old, while every second of 1970 to 9999 must read right. (pydantic's rule, milliseconds above 2e10,
+# read 9999 given in seconds as 1978.) A numeric string ("4") is not a date-time: strings must be ISO 8601.
+EPOCH_SECONDS_BELOW = 253_402_300_800
+_NUMERIC_TEXT = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+
+
+def _unix_time(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("must be an ISO 8601 date-time or Unix time as a number")
+    if isinstance(value, int | float):
+        if not 0 <= value < EPOCH_SECONDS_BELOW * 1000:
+            raise ValueError("Unix time must be between 1970 and 9999, in seconds or milliseconds")
+        if value < EPOCH_SECONDS_BELOW:
+            return datetime.fromtimestamp(value, UTC)
+        if isinstance(value, int):  # exact: no float division of a 15-digit number
+            return datetime.fromtimestamp(value // 1000, UTC) + timedelta(milliseconds=value % 1000)
+        return datetime.fromtimestamp(value / 1000, UTC)
+    if isinstance(value, str) and _NUMERIC_TEXT.match(value):
+        raise ValueError("a date-time string must be ISO 8601 (Unix time is sent as a number)")
+    return value
+
+
+# A time without a zone is UTC.
 ClientTime = Annotated[
     datetime,
+    BeforeValidator(_unix_time),
     AfterValidator(_in_utc),
-    Field(strict=False, description="ISO 8601, or Unix seconds/milliseconds; default: its `receivedAt`."),
+    Field(
+        strict=False,
+        description=(
+            "ISO 8601, or Unix time as a number: seconds below 253402300800 (year 10000), milliseconds "
+            "from there; default: its `receivedAt`."
+        ),
+    ),
 ]
 Attributes = Annotated[dict[str, Any], Field(description="Any JSON object.")]
 TraceId = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{32}$", description="32 hex digits (W3C trace id).")]
