@@ -7,7 +7,9 @@ import typer
 
 from threadline.cli import client, operator
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+# No pretty exceptions: rich renders a traceback with syntax highlighting, which took 30 s for a database
+# driver's error; an unexpected error prints Python's own traceback at once.
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_enable=False)
 operator.register(app)
 client.register(app)
 # One group for both kinds: `balance` and `transactions` go through the API, `grant` is the operator's.

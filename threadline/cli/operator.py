@@ -22,12 +22,27 @@ T = TypeVar("T")
 orgs = typer.Typer(no_args_is_help=True, help="Organizations (operator).")
 
 
-def _settings() -> Settings:
+def _settings(*, redis: bool = False) -> Settings:
+    """The settings, with the database checked reachable (and Redis, for commands that use it): a wrong
+    setting ends the command with one line naming it (``cli.preflight``)."""
+    from pydantic import ValidationError
+
+    from threadline.cli.preflight import CONFIG_ERROR, check_database, check_redis
     from threadline.config import Settings
 
-    settings = Settings()
+    try:
+        settings = Settings()
+    except ValidationError as error:
+        problems = "; ".join(
+            f"THREADLINE_{'_'.join(str(part) for part in problem['loc']).upper()}: {problem['msg']}"
+            for problem in error.errors(include_url=False)
+        )
+        fail(problems, CONFIG_ERROR)
     if settings.is_sqlite:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
+    check_database(settings)
+    if redis:
+        check_redis(settings)
     return settings
 
 
@@ -146,7 +161,7 @@ def _serve(host: str, port: int | None, intake_port: int | None) -> None:
     from threadline.kit.logging import configure_logging
     from threadline.server import Listener, ServeError, serve
 
-    settings = _settings()
+    settings = _settings(redis=True)
     configure_logging(settings.log_level)
     _check_schema(settings)
     api = Listener(host, port) if port is not None else None
@@ -183,7 +198,7 @@ def worker() -> None:
     from threadline.kit.logging import configure_logging
     from threadline.worker import work
 
-    settings = _settings()
+    settings = _settings(redis=True)
     configure_logging(settings.log_level)
     _check_schema(settings)
     import uvloop
