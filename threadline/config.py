@@ -45,6 +45,14 @@ class Settings(BaseSettings):
     key_usage_flush_seconds: float = Field(10.0, gt=0)
     max_request_body_bytes: int = Field(1024 * 1024, ge=1024)
     trust_forwarded_for: bool = False
+    # Slow clients (``threadline.http_protocol``): the request line and headers must arrive within
+    # header_timeout_seconds, the body within body_timeout_seconds of them (else 408 and the connection
+    # closes); an idle keep-alive connection closes after keep_alive_seconds; a process holds at most
+    # max_connections connections (open streams included; one more is answered 503).
+    header_timeout_seconds: float = Field(10.0, gt=0, le=300)
+    body_timeout_seconds: float = Field(60.0, gt=0, le=3600)
+    keep_alive_seconds: int = Field(5, ge=1, le=300)
+    max_connections: int = Field(20_000, ge=1)
     access_log: bool = False
     log_level: str = "info"
     # Where SQLite's log appends run: "process", a process of the server's own on another core

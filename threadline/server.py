@@ -15,6 +15,7 @@ import uvicorn
 
 from threadline.app import create_app
 from threadline.config import Settings
+from threadline.http_protocol import bounded_protocol
 from threadline.intake_app import create_intake_app
 from threadline.runtime import RunRole, open_services
 
@@ -55,6 +56,12 @@ def _config(app: object, listener: Listener, settings: Settings) -> uvicorn.Conf
         timeout_graceful_shutdown=30,
         server_header=False,
         proxy_headers=False,
+        http=bounded_protocol(
+            header_timeout_seconds=settings.header_timeout_seconds,
+            body_timeout_seconds=settings.body_timeout_seconds,
+            max_connections=settings.max_connections,
+        ),
+        timeout_keep_alive=settings.keep_alive_seconds,
     )
 
 
