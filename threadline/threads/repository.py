@@ -57,6 +57,11 @@ class ThreadRepository:
     async def insert(self, thread: Thread) -> None:
         await self._conn.execute(threads.insert(), [_new_row(thread, self._organization_id)])
 
+    async def count(self) -> int:
+        """Every thread of the organization, counted on the (organization, id) index alone."""
+        query = sa.select(sa.func.count()).where(threads.c.organization_id == self._organization_id)
+        return int((await self._conn.execute(query)).scalar_one())
+
     async def get(self, thread_id: str, *, for_update: bool = False) -> Thread | None:
         query = sa.select(*_COLUMNS).where(self._where(thread_id))
         if for_update:
