@@ -12,11 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.dashboard.logs_support import open_intake
 from tests.dashboard.support import Dashboard
 from tests.support import Tenant
 from threadline.config import Settings
 from threadline.dashboard.pages import logs
-from threadline.intake_app import create_intake_app
 from threadline.kit.clock import isoformat
 from threadline.runtime import Services
 
@@ -26,11 +26,8 @@ _TEXT = re.compile(r'<span class="text">([^<]*)</span>')
 
 @pytest.fixture
 async def intake(settings: Settings, services: Services) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_intake_app(settings, services)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://intake") as http:
-            yield http
+    async with open_intake(settings, services) as http:
+        yield http
 
 
 async def send(intake: httpx.AsyncClient, tenant: Tenant, records: list[dict[str, Any]]) -> None:

@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from tests.dashboard.logs_support import open_intake
 from tests.dashboard.support import Dashboard
 from tests.support import Tenant, make_thread
 from threadline.billing.ledger import LedgerRepository
 from threadline.config import Settings
 from threadline.dashboard.pages import overview
-from threadline.intake_app import create_intake_app
 from threadline.kit.clock import utcnow
 from threadline.kit.ids import id_at, new_id
 from threadline.runs.repository import Run, RunRepository, Status
@@ -26,11 +26,8 @@ DAY_MS = 86_400_000
 
 @pytest.fixture
 async def intake(settings: Settings, services: Services) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_intake_app(settings, services)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://intake") as http:
-            yield http
+    async with open_intake(settings, services) as http:
+        yield http
 
 
 async def add_runs(

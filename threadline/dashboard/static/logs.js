@@ -36,7 +36,7 @@
     after = event.lastEventId || after;
     if (paused) {
       held.push(event.data);
-      say(held.length + " new");
+      say("Paused: " + held.length + " new");
     } else {
       show(event.data);
     }
