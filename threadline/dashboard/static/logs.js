@@ -63,6 +63,7 @@
   function resume() {
     paused = false;
     pause.setAttribute("aria-pressed", "false");
+    live.classList.remove("paused");
     held.splice(0).forEach(show);
     say(source ? "Live: new records appear at the top." : "");
   }
@@ -87,6 +88,7 @@
     }
     paused = true;
     pause.setAttribute("aria-pressed", "true");
+    live.classList.add("paused");
     say("Paused: 0 new");
   });
   if (live.hasAttribute("data-autostart")) start();
