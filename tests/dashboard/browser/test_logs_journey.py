@@ -9,6 +9,7 @@ import httpx
 from playwright.async_api import Page, expect
 
 from tests.dashboard.browser.conftest import Served, assert_accessible, screenshot, sign_in
+from tests.support import threadline
 
 
 async def send(served: Served, http: httpx.AsyncClient, message: str, **fields: object) -> None:
@@ -74,7 +75,16 @@ async def test_live_tail_pause_and_resume(page: Page, served: Served) -> None:
         await assert_accessible(page)
         await screenshot(page, "logs-bad-filter")
 
-    for path, name in (("/", "overview"), ("/billing", "billing")):
-        await page.goto(served.url + path)
-        await assert_accessible(page)
-        await screenshot(page, name)
+    organization_id = served.created["organization"]["id"]
+    threadline(
+        "billing", "grant", organization_id, "5000", "--description", "Welcome credits", env=served.env
+    )
+    await page.goto(f"{served.url}/")
+    await expect(page.get_by_role("link", name="payment <b>failed</b>")).to_be_visible()
+    await expect(page.locator(".card", has_text="Balance")).to_contain_text("5,000")
+    await assert_accessible(page)
+    await screenshot(page, "overview")
+    await page.get_by_role("link", name="Billing").click()
+    await expect(page.get_by_role("cell", name="Welcome credits")).to_be_visible()
+    await assert_accessible(page)
+    await screenshot(page, "billing")
