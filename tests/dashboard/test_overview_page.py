@@ -99,15 +99,21 @@ async def test_counts_and_recent_items_of_this_organization_only(
 
 
 async def test_counts_beyond_the_cap_say_so(
-    dashboard: Dashboard, intake: httpx.AsyncClient, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+    dashboard: Dashboard,
+    client: httpx.AsyncClient,
+    intake: httpx.AsyncClient,
+    tenant: Tenant,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(overview, "COUNT_CAP", 2)
+    for _ in range(3):
+        await make_thread(client, tenant)
     logs = [{"message": "a"}, {"message": "b", "level": "warn"}, {"message": "c", "level": "warn"}]
     assert (await intake.post("/v1/logs", json=logs, headers=tenant.public)).status_code == 202
     text = (await dashboard.get("/")).text
-    assert figure(text, "Log records, last 24 h") == "2+"
+    assert figure(text, "Log records, last 24 h") == "2+" and figure(text, "Threads") == "2+"
     assert tally(text, "warn") == 2 and tally(text, "info") == 0  # the newest two
-    assert "Counts marked + are of the newest 2 of the last 24 hours" in text
+    assert "Counts marked + stop at 2: there are more" in text
 
 
 async def test_an_empty_organization_reads_well(dashboard: Dashboard) -> None:

@@ -57,10 +57,18 @@ class ThreadRepository:
     async def insert(self, thread: Thread) -> None:
         await self._conn.execute(threads.insert(), [_new_row(thread, self._organization_id)])
 
-    async def count(self) -> int:
-        """Every thread of the organization, counted on the (organization, id) index alone."""
-        query = sa.select(sa.func.count()).where(threads.c.organization_id == self._organization_id)
-        return int((await self._conn.execute(query)).scalar_one())
+    async def count(self, cap: int) -> tuple[int, bool]:
+        """The organization's threads, counted up to ``cap`` on the (organization, id) index (an exact
+        count of 100,000 threads is a scan of them all on PostgreSQL); the flag says the cap was reached."""
+        newest = (
+            sa.select(threads.c.id)
+            .where(threads.c.organization_id == self._organization_id)
+            .order_by(threads.c.id.desc())
+            .limit(cap)
+            .subquery()
+        )
+        counted = int((await self._conn.execute(sa.select(sa.func.count()).select_from(newest))).scalar_one())
+        return counted, counted >= cap
 
     async def get(self, thread_id: str, *, for_update: bool = False) -> Thread | None:
         query = sa.select(*_COLUMNS).where(self._where(thread_id))

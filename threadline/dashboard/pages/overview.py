@@ -1,7 +1,7 @@
 """``/``: the organization at a glance. Every figure is one bounded query on an index that leads with the
-organization: threads are counted on (organization, id); the last 24 h of runs and log records are a
-range of their time-ordered ids, counted over the newest ``COUNT_CAP`` at most ("10,000+" beyond), so the
-page costs the same with a million records as with ten."""
+organization: threads on (organization, id); the last 24 h of runs and log records as a range of their
+time-ordered ids. Each counts the newest ``COUNT_CAP`` rows at most ("10,000+" beyond), so the page costs
+the same with a million records as with ten."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ async def overview(request: Request, viewer: ViewerDep, services: ServicesDep) -
     organization_id = viewer.organization_id
     since: datetime = services.clock.now() - timedelta(days=1)
     async with services.db.transaction() as conn:
-        threads = await ThreadRepository(conn, organization_id).count()
+        threads, threads_capped = await ThreadRepository(conn, organization_id).count(COUNT_CAP)
         run_rows = RunRepository(conn, organization_id)
         runs = Tally(RUN_STATUSES, *await run_rows.count_by_status(since, COUNT_CAP))
         recent_runs = await run_rows.newest(RECENT)
@@ -68,6 +68,7 @@ async def overview(request: Request, viewer: ViewerDep, services: ServicesDep) -
         "overview/index.html",
         viewer,
         threads=threads,
+        threads_capped=threads_capped,
         runs=runs,
         logs=logs,
         recent_runs=recent_runs,
