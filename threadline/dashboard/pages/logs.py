@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Protocol
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Header, Request
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from threadline.dashboard.sessions import Viewer
 from threadline.dashboard.web import ViewerDep, render
 from threadline.kit.clock import Clock, isoformat
-from threadline.kit.db import Database
+from threadline.kit.db import Conn, Database
 from threadline.kit.deps import get_services
 from threadline.kit.errors import ApiError, NotFound
 from threadline.kit.pagination import CursorParams, decode_cursor
@@ -118,7 +118,7 @@ def _message(field: str, detail: str) -> str:
     return f"{names.get(field, 'Search')}: {detail[:1].lower()}{detail[1:]}."
 
 
-async def _project_names(conn: Any, organization_id: str) -> dict[str, str]:
+async def _project_names(conn: Conn, organization_id: str) -> dict[str, str]:
     found, _ = await projects.list_projects(conn, organization_id, CursorParams(_PROJECTS_SHOWN, None))
     return {project.id: project.name for project in sorted(found, key=_by_name)}
 
