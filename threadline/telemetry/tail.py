@@ -12,22 +12,36 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
 from threadline.kit.clock import utcnow
-from threadline.kit.db import Database
+from threadline.kit.db import Conn, Database
 from threadline.kit.pagination import encode_cursor
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING, frame, position
 from threadline.kit.waiting import wait_event
 from threadline.telemetry.repository import LogFilters, LogRepository, position_before
+from threadline.telemetry.schemas import LogRecordOut
 from threadline.telemetry.writer import LOGS_APPENDED
+
+# How a tail writes one record as a frame: the API's JSON frame by default; the dashboard sends HTML.
+RecordFrame = Callable[[str, LogRecordOut], bytes]
 
 # Without a signal (a lost pub/sub message) a tail still looks again this often.
 _POLL_SECONDS = 1.0
 # A group commit that began before `until` may still be committing just after it.
 _UNTIL_GRACE = timedelta(seconds=1)
+
+
+def json_frame(cursor: str, record: LogRecordOut) -> bytes:
+    return frame(cursor, {"type": "log_record", **record.model_dump(mode="json", by_alias=True)})
+
+
+async def start_position(conn: Conn, organization_id: str) -> str:
+    """Where a tail without a position starts: after the newest record committed (or now, if none)."""
+    newest = await LogRepository(conn, organization_id).newest_id()
+    return newest or position_before(utcnow())
 
 
 class LogTails:
@@ -54,7 +68,12 @@ class LogTails:
                 event.set()
 
     async def follow(
-        self, db: Database, organization_id: str, filters: LogFilters, after_id: str | None
+        self,
+        db: Database,
+        organization_id: str,
+        filters: LogFilters,
+        after_id: str | None,
+        record_frame: RecordFrame = json_frame,
     ) -> AsyncIterator[bytes]:
         """Frames of matching records after ``after_id`` (or from now), as they are committed."""
         woken = asyncio.Event()
@@ -62,8 +81,7 @@ class LogTails:
         try:
             if after_id is None:
                 async with db.transaction(write=False) as conn:
-                    newest = await LogRepository(conn, organization_id).newest_id()
-                after_id = newest or position_before(utcnow())
+                    after_id = await start_position(conn, organization_id)
             # The starting position first, as a frame without data: a client that reconnects before any
             # record arrived resumes from here (an EventSource keeps it as its Last-Event-ID) instead of
             # from "now" again, which would skip what was committed while it was away.
@@ -74,8 +92,7 @@ class LogTails:
                 async with db.transaction(write=False) as conn:
                     records, after_id = await LogRepository(conn, organization_id).after(filters, after_id)
                 for record in records:
-                    fields = record.model_dump(mode="json", by_alias=True)
-                    yield frame(encode_cursor(record.id), {"type": "log_record", **fields})
+                    yield record_frame(encode_cursor(record.id), record)
                 if records:
                     last_sent = time.monotonic()
                     continue

@@ -1,5 +1,79 @@
-"""Scaffolding until the overview pages land."""
+"""``/``: the organization at a glance. Every figure is one bounded query on an index that leads with the
+organization: threads on (organization, id); the last 24 h of runs and log records as a range of their
+time-ordered ids. Each counts the newest ``COUNT_CAP`` rows at most ("10,000+" beyond), so the page costs
+the same with a million records as with ten."""
 
-from fastapi import APIRouter
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated, Protocol
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse
+
+from threadline.billing import service as billing
+from threadline.dashboard.web import ViewerDep, render
+from threadline.kit.clock import Clock, isoformat
+from threadline.kit.db import Database
+from threadline.kit.deps import get_services
+from threadline.kit.pagination import CursorParams
+from threadline.runs.repository import RunRepository
+from threadline.runs.tables import RUN_STATUSES
+from threadline.telemetry import service as telemetry
+from threadline.telemetry.repository import SCAN_WINDOW, LogFilters, LogRepository
+from threadline.telemetry.schemas import LEVELS
+from threadline.threads.repository import ThreadRepository
 
 router = APIRouter()
+
+COUNT_CAP = SCAN_WINDOW
+RECENT = 8
+
+
+class OverviewServices(Protocol):
+    """What the overview reads from the process's services."""
+
+    db: Database
+    clock: Clock
+
+
+ServicesDep = Annotated[OverviewServices, Depends(get_services)]
+
+
+class Tally:
+    """Counts by one column, in a fixed order, and whether the cap cut them short."""
+
+    def __init__(self, names: tuple[str, ...], counts: dict[str, int], capped: bool) -> None:
+        self.items = [(name, counts.get(name, 0)) for name in names]
+        self.total = sum(counts.values())
+        self.capped = capped
+
+
+@router.get("/", response_class=HTMLResponse)
+async def overview(request: Request, viewer: ViewerDep, services: ServicesDep) -> HTMLResponse:
+    organization_id = viewer.organization_id
+    since: datetime = services.clock.now() - timedelta(days=1)
+    async with services.db.transaction() as conn:
+        threads, threads_capped = await ThreadRepository(conn, organization_id).count(COUNT_CAP)
+        run_rows = RunRepository(conn, organization_id)
+        runs = Tally(RUN_STATUSES, *await run_rows.count_by_status(since, COUNT_CAP))
+        recent_runs = await run_rows.newest(RECENT)
+        logs = Tally(LEVELS, *await LogRepository(conn, organization_id).count_by_level(since, COUNT_CAP))
+        errors, _ = await telemetry.list_logs(
+            conn, organization_id, LogFilters(level="error", since=since), CursorParams(RECENT, None)
+        )
+        balance = await billing.get_balance(conn, organization_id)
+    return render(
+        request,
+        "overview/index.html",
+        viewer,
+        threads=threads,
+        threads_capped=threads_capped,
+        runs=runs,
+        logs=logs,
+        recent_runs=recent_runs,
+        errors=errors,
+        balance=balance,
+        cap=COUNT_CAP,
+        since_input=isoformat(since)[:16],
+    )
