@@ -69,6 +69,8 @@ async def test_list_shows_each_trigger_in_words(dashboard: Dashboard, tenant: Te
     assert "at most once every minute" in page
     assert page.count('role="switch" aria-checked="true"') == 2
     assert page.count(">Run now</button>") == 2
+    forms = re.findall(r'<form method="post".*?</form>', page, re.DOTALL)
+    assert len(forms) == 6 and all(f'name="csrf_token" value="{dashboard.csrf}"' in f for f in forms)
     next_run = re.search(r'<time datetime="([^"]+)">', page)
     assert next_run is not None and next_run.group(1).endswith(("06:00:00.000Z", "07:00:00.000Z"))
 

@@ -119,16 +119,15 @@ class AutomationForm:
 
     def validated(self) -> AutomationCreate | None:
         """The body the API would accept, or None with the problems in ``errors``."""
-        body = self._body()
-        if self.errors:
-            return None
+        body = self._body()  # a cooldown that is no number is an error already; the rest still checked
         try:
-            return AutomationCreate.model_validate(body)
+            validated = AutomationCreate.model_validate(body)
         except ValidationError as error:
             for problem in error.errors():
                 where = _FIELD_AT.get(tuple(str(part) for part in problem["loc"]), "form")
                 self.errors.setdefault(where, _message(problem))
             return None
+        return None if self.errors else validated
 
     def refused(self, error: ApiError) -> bool:
         """Shows a refusal of the services at its field (a project or thread that is not the
