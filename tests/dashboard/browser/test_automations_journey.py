@@ -85,6 +85,7 @@ async def test_a_log_trigger_fires_and_run_now_starts_a_run(page: Page, served: 
     await expect(page.locator(_RUN_LINK)).to_have_count(1)
     await expect(page.locator("#automation-runs tbody")).to_contain_text("Run now")
     await expect(page.locator("#automation-runs .badge").first).to_have_text("completed", timeout=20_000)
+    await screenshot(page, "automations-run-now")
 
     await page.get_by_role("link", name="Automations").first.click()
     rows = page.locator("table.automations tbody tr")
