@@ -8,24 +8,18 @@ loading the machine with runs nobody asked for."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import httpx
 import pytest
-import sqlalchemy as sa
 from fastapi import FastAPI
 
+from tests.automations.helpers import leave_nothing_behind
 from threadline.app import create_app
-from threadline.automations.tables import automations
 from threadline.config import Settings
 from threadline.intake_app import create_intake_app
 from threadline.kit.clock import ManualClock
-from threadline.kit.errors import ApiError
-from threadline.runs.repository import ACTIVE
-from threadline.runs.service import cancel_run
-from threadline.runs.tables import runs
 from threadline.runtime import open_services
 
 START = datetime(2026, 11, 21, 9, 59, 30, tzinfo=UTC)
@@ -42,14 +36,7 @@ async def app(settings: Settings, clock: ManualClock) -> AsyncIterator[FastAPI]:
         application = create_app(settings, services)
         async with application.router.lifespan_context(application):
             yield application
-        async with services.db.transaction() as conn:
-            await conn.execute(automations.delete())
-            active = sa.select(runs.c.id, runs.c.organization_id).where(runs.c.status.in_(ACTIVE))
-            left = (await conn.execute(active)).all()
-        for run_id, organization_id in left:
-            with contextlib.suppress(ApiError):
-                async with services.db.transaction() as conn:
-                    await cancel_run(conn, services.signals, services.prices, organization_id, run_id)
+        await leave_nothing_behind(services)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from typing import Any
 
@@ -9,6 +10,10 @@ import httpx
 import sqlalchemy as sa
 
 from tests.support import Tenant
+from threadline.automations.tables import automations
+from threadline.kit.errors import ApiError
+from threadline.runs.repository import ACTIVE
+from threadline.runs.service import cancel_run
 from threadline.runs.tables import runs
 from threadline.runtime import Services
 
@@ -74,3 +79,16 @@ async def runs_per_automation(services: Services) -> Counter[str]:
     async with services.db.transaction(write=False) as conn:
         query = sa.select(runs.c.automation_id).where(runs.c.automation_id.is_not(None))
         return Counter((await conn.execute(query)).scalars())
+
+
+async def leave_nothing_behind(services: Services) -> None:
+    """Deletes every automation and cancels the runs that have not ended: the database is shared by the
+    session, and schedules left behind or queued runs would be fired and executed by later tests' servers."""
+    async with services.db.transaction() as conn:
+        await conn.execute(automations.delete())
+        active = sa.select(runs.c.id, runs.c.organization_id).where(runs.c.status.in_(ACTIVE))
+        left = (await conn.execute(active)).all()
+    for run_id, organization_id in left:
+        with contextlib.suppress(ApiError):
+            async with services.db.transaction() as conn:
+                await cancel_run(conn, services.signals, services.prices, organization_id, run_id)

@@ -28,7 +28,7 @@ from threadline.kit.pagination import CursorParams
 from threadline.kit.signals import SignalBus
 from threadline.organizations.repository import OrganizationRepository
 from threadline.projects.repository import ProjectRepository
-from threadline.runs.repository import Run
+from threadline.runs.repository import Run, RunRepository
 from threadline.runs.service import create_run
 from threadline.threads.repository import ThreadRepository
 from threadline.threads.service import create_thread
@@ -75,6 +75,14 @@ async def list_automations(
     conn: Conn, organization_id: str, params: CursorParams
 ) -> tuple[Sequence[Automation], str | None]:
     return await AutomationRepository(conn, organization_id).page(params)
+
+
+async def list_runs(
+    conn: Conn, organization_id: str, automation_id: str, params: CursorParams
+) -> tuple[Sequence[Run], str | None]:
+    """The runs the automation started, newest first (by its trigger or by hand)."""
+    await get_automation(conn, organization_id, automation_id)
+    return await RunRepository(conn, organization_id).page_of_automation(automation_id, params)
 
 
 async def update_automation(

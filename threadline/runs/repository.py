@@ -136,6 +136,15 @@ class RunRepository:
         counts = {str(row["key"]): int(row["n"]) for row in rows}
         return counts, sum(counts.values()) >= cap
 
+    async def page_of_automation(
+        self, automation_id: str, params: CursorParams
+    ) -> tuple[Sequence[Run], str | None]:
+        query = sa.select(*_COLUMNS).where(
+            runs.c.automation_id == automation_id, runs.c.organization_id == self._organization_id
+        )
+        rows, next_cursor = await fetch_cursor_page(self._conn, query, runs.c.id, params)
+        return [from_row(row._mapping) for row in rows], next_cursor
+
     async def active_of_thread(self, thread_id: str) -> list[Run]:
         query = (
             sa.select(*_COLUMNS)
