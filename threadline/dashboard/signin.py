@@ -26,6 +26,7 @@ from threadline.kit.deps import get_services
 from threadline.kit.ratelimit import RateLimiter
 from threadline.users.service import verify_login
 
+
 class SignInServices(Protocol):
     settings: Settings
     db: Database
