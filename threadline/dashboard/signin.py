@@ -3,7 +3,6 @@ the same (``users.service.verify_login``); attempts are throttled per client add
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from typing import Annotated, Protocol
 
@@ -11,6 +10,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from threadline.config import Settings
+from threadline.dashboard.passwords import attempt_wait
 from threadline.dashboard.sessions import Viewer, end_session, open_session
 from threadline.dashboard.web import (
     LOGIN_CSRF_COOKIE,
@@ -21,15 +21,10 @@ from threadline.dashboard.web import (
     session_cookie_name,
 )
 from threadline.kit.clock import Clock
-from threadline.kit.context import client_address
 from threadline.kit.db import Database
 from threadline.kit.deps import get_services
-from threadline.kit.ratelimit import Bucket, RateLimiter
+from threadline.kit.ratelimit import RateLimiter
 from threadline.users.service import verify_login
-
-# Attempts per minute: enough for a person who mistypes, far too few to guess a password.
-ATTEMPTS_PER_ADDRESS = 20
-ATTEMPTS_PER_ACCOUNT = 10
 
 
 class SignInServices(Protocol):
@@ -81,16 +76,10 @@ async def sign_in(
     next: Annotated[str, Form(max_length=2048)] = "/",
 ) -> Response:
     email = email.strip()
-    account = hashlib.sha256(email.lower().encode()).hexdigest()
-    address = client_address(request.scope, services.settings.trust_forwarded_for)
-    for bucket in (
-        Bucket(f"dashboard:signin:address:{address}", ATTEMPTS_PER_ADDRESS),
-        Bucket(f"dashboard:signin:account:{account}", ATTEMPTS_PER_ACCOUNT),
-    ):
-        decision = await services.limiter.hit((bucket,))
-        if not decision.allowed:
-            message = f"Too many sign-in attempts. Try again in {decision.retry_after} seconds."
-            return _login_form(request, email=email, error=message, status_code=429)
+    wait = await attempt_wait(request, services, email)
+    if wait is not None:
+        message = f"Too many sign-in attempts. Try again in {wait} seconds."
+        return _login_form(request, email=email, error=message, status_code=429)
     async with services.db.transaction() as conn:
         user = await verify_login(conn, email, password) if email and password else None
     if user is None:

@@ -30,6 +30,12 @@ class UserRepository:
         self._conn = conn
         self._organization_id = organization_id
 
+    async def password_hash(self, user_id: str) -> str | None:
+        query = sa.select(users.c.password_hash).where(
+            users.c.id == user_id, users.c.organization_id == self._organization_id
+        )
+        return (await self._conn.execute(query)).scalar_one_or_none()
+
     async def insert(self, user: User, password_hash: str) -> None:
         await self._conn.execute(
             users.insert().values(

@@ -43,3 +43,16 @@ async def verify_login(conn: Conn, email: str, password: str) -> User | None:
     except (VerificationError, InvalidHashError):
         return None
     return user
+
+
+async def verify_password(conn: Conn, organization_id: str, user_id: str, password: str) -> bool:
+    """The signed-in person's password asked again before a sensitive change (a secret key made or
+    revoked): a stolen session alone must not be enough."""
+    password_hash = await UserRepository(conn, organization_id).password_hash(user_id)
+    if password_hash is None:
+        _hasher.hash(password)  # the same cost as a real check
+        return False
+    try:
+        return _hasher.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
