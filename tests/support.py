@@ -164,7 +164,7 @@ def _spawned(
 
 
 @contextmanager
-def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 20) -> Iterator[ServerProcess]:
+def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 60) -> Iterator[ServerProcess]:
     """``threadline serve`` on free ports, waited for until both surfaces answer."""
     api_url, intake_url = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
     args = [
@@ -190,7 +190,7 @@ class WorkerProcess:
 
 
 @contextmanager
-def running_worker(env: dict[str, str], startup_timeout: float = 20) -> Iterator[WorkerProcess]:
+def running_worker(env: dict[str, str], startup_timeout: float = 60) -> Iterator[WorkerProcess]:
     """``threadline worker``, waited for until it says it executes runs."""
     with _spawned(["worker"], env, lambda log: "executing runs" in log(), startup_timeout) as (process, log):
         yield WorkerProcess(process, log)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
-from tests.support import ServerProcess, init_database, running_server
+from tests.support import ServerProcess, init_database, running_server, running_worker
 
 CHROMIUM = Path(os.environ.get("THREADLINE_TEST_CHROMIUM", "/usr/bin/chromium"))
 REQUIRE_BROWSER = os.environ.get("THREADLINE_TEST_REQUIRE_BROWSER") == "1"
@@ -75,8 +76,13 @@ class Served:
 
 @pytest.fixture
 def served(empty_env: dict[str, str]) -> Iterator[Served]:
+    """Runs execute in the server itself (embedded) or, as in production, in a ``threadline worker``
+    beside it (distributed: ``serve`` then executes none)."""
     created = init_database(empty_env)
-    with running_server(empty_env) as server:
+    with ExitStack() as stack:
+        server = stack.enter_context(running_server(empty_env, startup_timeout=120))
+        if empty_env.get("THREADLINE_REDIS_URL"):
+            stack.enter_context(running_worker(empty_env, startup_timeout=120))
         yield Served(server, empty_env, created)
 
 

@@ -5,29 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 
 import httpx
-import pytest
 from playwright.async_api import Locator, Page, expect
 
 from tests.dashboard.browser.conftest import Served, assert_accessible, screenshot, sign_in
-from tests.support import running_worker
 
 _RUN_LINK = "#automation-runs td:first-child a"
 
 
-@pytest.fixture
-def executing(served: Served) -> Iterator[None]:
-    """Runs execute in the server itself (embedded) or in a worker (distributed: serve executes none)."""
-    if not served.env.get("THREADLINE_REDIS_URL"):
-        yield
-        return
-    with running_worker(served.env, startup_timeout=60):
-        yield
-
-
-@pytest.mark.usefixtures("executing")
 async def test_a_log_trigger_fires_and_run_now_starts_a_run(page: Page, served: Served) -> None:
     await sign_in(page, served.url, served.email, served.password)
     await page.get_by_role("navigation", name="Main").get_by_role("link", name="Automations").click()
