@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import typer
 
-from threadline.cli import client, operator
+from threadline.cli import client, operator, users
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 operator.register(app)
+users.register(app)
 client.register(app)
 # One group for both kinds: `balance` and `transactions` go through the API, `grant` is the operator's.
 billing = typer.Typer(
