@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import subprocess
 from collections.abc import AsyncIterator
 
@@ -43,47 +44,43 @@ async def sign_in(browser: httpx.AsyncClient, email: str, password: str) -> http
 async def test_create_a_login_then_reset_its_password(
     backend: Backend, settings: Settings, tenant: Tenant, browser: httpx.AsyncClient
 ) -> None:
-    made = await run(
-        backend, settings, "create", "--org", tenant.org_id, "--email", "Ada@Acme.test", "--json"
-    )
+    ada, bob = (f"{name}-{secrets.token_hex(4)}@acme.test" for name in ("ada", "bob"))
+    made = await run(backend, settings, "create", "--org", tenant.org_id, "--email", ada.title(), "--json")
     created = json.loads(made.stdout)
     assert set(created) == {"id", "organizationId", "email", "password"}
     assert created["id"].startswith("usr_") and created["organizationId"] == tenant.org_id
-    assert created["email"] == "ada@acme.test" and len(created["password"]) >= 16
-    assert (await sign_in(browser, "ada@acme.test", created["password"])).status_code == 303
+    assert created["email"] == ada and len(created["password"]) >= 16
+    assert (await sign_in(browser, ada, created["password"])).status_code == 303
 
-    human = await run(backend, settings, "create", "--org", tenant.org_id, "--email", "bob@acme.test")
-    assert "bob@acme.test" in human.stdout and "shown once" in human.stdout
+    human = await run(backend, settings, "create", "--org", tenant.org_id, "--email", bob)
+    assert bob in human.stdout and "shown once" in human.stdout
     bob_password = next(line.split()[1] for line in human.stdout.splitlines() if line.startswith("password"))
-    assert (await sign_in(browser, "bob@acme.test", bob_password)).status_code == 303
+    assert (await sign_in(browser, bob, bob_password)).status_code == 303
 
-    reset = await run(backend, settings, "set-password", "ADA@acme.test")
+    reset = await run(backend, settings, "set-password", ada.upper())
     assert "shown once" in reset.stdout and "1 dashboard session(s) ended" in reset.stdout
     new_password = next(line.split()[1] for line in reset.stdout.splitlines() if line.startswith("password"))
     assert new_password != created["password"]
-    assert (await sign_in(browser, "ada@acme.test", created["password"])).status_code == 400
-    assert (await sign_in(browser, "ada@acme.test", new_password)).status_code == 303
+    assert (await sign_in(browser, ada, created["password"])).status_code == 400
+    assert (await sign_in(browser, ada, new_password)).status_code == 303
 
-    again = json.loads((await run(backend, settings, "set-password", "ada@acme.test", "--json")).stdout)
-    assert (
-        again["email"] == "ada@acme.test"
-        and again["sessionsEnded"] == 1
-        and again["password"] != new_password
-    )
+    again = json.loads((await run(backend, settings, "set-password", ada, "--json")).stdout)
+    assert again["email"] == ada and again["sessionsEnded"] == 1 and again["password"] != new_password
 
 
 async def test_errors_are_clear_and_exit_non_zero(
     backend: Backend, settings: Settings, tenant: Tenant, other_tenant: Tenant
 ) -> None:
-    await run(backend, settings, "create", "--org", tenant.org_id, "--email", "ada@acme.test")
+    ada = f"ada-{secrets.token_hex(4)}@acme.test"  # the database is the shape's, shared by every test
+    await run(backend, settings, "create", "--org", tenant.org_id, "--email", ada)
     for args, message in (
         (
             ("create", "--org", "org_missing", "--email", "x@acme.test"),
             "organization org_missing was not found",
         ),
         (
-            ("create", "--org", other_tenant.org_id, "--email", "ADA@acme.test"),
-            "ada@acme.test already has a login (emails are unique across organizations)",
+            ("create", "--org", other_tenant.org_id, "--email", ada.upper()),
+            f"{ada} already has a login (emails are unique across organizations)",
         ),
         (
             ("create", "--org", tenant.org_id, "--email", "ada.acme.test"),
