@@ -1,11 +1,11 @@
-"""Background chores of a process: telemetry housekeeping (retention, and on PostgreSQL the daily
-partitions) at start and hourly, and on PostgreSQL the sealing of search postings every two seconds
-(``search/postings.py``).
+"""Background chores of a process: housekeeping at start and hourly (telemetry retention, on PostgreSQL
+the daily partitions, and the sweep of expired dashboard sessions), and on PostgreSQL the sealing of
+search postings every two seconds (``search/postings.py``).
 
 ``runtime.open_services`` opens them where ``chores=True``: ``threadline serve`` with the API, the API app
 under any other ASGI server (its own lifespan), and ``threadline worker``; never the intake alone. Several
 processes may run them at once: each round is idempotent and safe to repeat (housekeeping's steps are
-``IF [NOT] EXISTS`` DDL and batched deletes; sealing serialises on the watermark row and merging on an
+``IF [NOT] EXISTS`` DDL and deletes; sealing serialises on the watermark row and merging on an
 advisory lock), so they only repeat each other's work."""
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from threadline.dashboard.sessions import SessionSweeper
+from threadline.kit.waiting import every
 from threadline.search import postings
 from threadline.search.postings import PostingsSealer
 from threadline.telemetry import housekeeping
@@ -24,22 +26,27 @@ STOP_SECONDS = 5.0
 
 
 class Chores:
-    def __init__(self, retention: Retention, sealer: PostingsSealer | None) -> None:
+    def __init__(self, retention: Retention, sealer: PostingsSealer | None, sessions: SessionSweeper) -> None:
         """``sealer``: PostgreSQL's only (SQLite's FTS5 counts from its own index, so it needs none)."""
         self._retention = retention
         self._sealer = sealer
+        self._sessions = sessions
         self._tasks: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
-        self._tasks = {
-            asyncio.create_task(
-                housekeeping.run_periodically(self._retention), name="threadline-housekeeping"
-            )
-        }
+        housekeeping_rounds = every(housekeeping.INTERVAL_SECONDS, self.housekeep, "housekeeping")
+        self._tasks = {asyncio.create_task(housekeeping_rounds, name="threadline-housekeeping")}
         if self._sealer is not None:
             self._tasks.add(
                 asyncio.create_task(postings.run_periodically(self._sealer), name="threadline-postings")
             )
+
+    async def housekeep(self) -> None:
+        """One round: the sessions' sweep runs even when retention failed (each is retried next round)."""
+        try:
+            await housekeeping.run_once(self._retention)
+        finally:
+            await self._sessions.run_once()
 
     def running(self) -> set[str]:
         """The chores still running."""

@@ -18,6 +18,7 @@ from threadline.automations.triggers import LogTriggers
 from threadline.billing.prices import Prices
 from threadline.chores import Chores
 from threadline.config import Settings
+from threadline.dashboard.sessions import SessionSweeper
 from threadline.keys.auth import KeyAuthenticator
 from threadline.kit.clock import Clock
 from threadline.kit.db import Database
@@ -188,7 +189,7 @@ async def open_services(
         thread_inserts(db),
         retention,
         sealer,
-        Chores(retention, sealer) if chores else None,
+        Chores(retention, sealer, SessionSweeper(db, clock, settings)) if chores else None,
     )
     try:
         await signals.start()

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import typer
 
-from threadline.cli import client, operator
+from threadline.cli import client, operator, users
 
 # No pretty exceptions: rich renders a traceback with syntax highlighting, which took 30 s for a database
 # driver's error; an unexpected error prints Python's own traceback at once.
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_enable=False)
 operator.register(app)
+users.register(app)
 client.register(app)
 # One group for both kinds: `balance` and `transactions` go through the API, `grant` is the operator's.
 billing = typer.Typer(

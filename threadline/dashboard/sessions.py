@@ -5,15 +5,20 @@ only its SHA-256. A session ends after ``dashboard_idle_minutes`` without a requ
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
+from threadline.config import Settings
 from threadline.dashboard.tables import dashboard_sessions
-from threadline.kit.db import Conn
+from threadline.kit.clock import Clock
+from threadline.kit.db import Conn, Database
 from threadline.users.tables import users
+
+log = logging.getLogger(__name__)
 
 # last_seen_at is written at most this often: a page load is a read, not a write, most of the time.
 _TOUCH_EVERY = timedelta(seconds=60)
@@ -34,6 +39,13 @@ class Viewer:
 class Lifetimes:
     idle: timedelta
     absolute: timedelta
+
+
+def lifetimes(settings: Settings) -> Lifetimes:
+    return Lifetimes(
+        idle=timedelta(minutes=settings.dashboard_idle_minutes),
+        absolute=timedelta(hours=settings.dashboard_absolute_hours),
+    )
 
 
 def hash_session_id(raw: str) -> str:
@@ -127,3 +139,20 @@ async def sweep_expired(conn: Conn, now: datetime, lifetimes: Lifetimes) -> int:
         )
     )
     return result.rowcount or 0
+
+
+class SessionSweeper:
+    """The housekeeping chore's sweep of expired sessions (``threadline.chores``): an expired row opens
+    nothing already, so this only keeps the table to the sessions that are live."""
+
+    def __init__(self, db: Database, clock: Clock, settings: Settings) -> None:
+        self._db = db
+        self._clock = clock
+        self._lifetimes = lifetimes(settings)
+
+    async def run_once(self) -> int:
+        async with self._db.transaction() as conn:
+            swept = await sweep_expired(conn, self._clock.now(), self._lifetimes)
+        if swept:
+            log.info("dashboard sessions: swept %d expired", swept)
+        return swept

@@ -80,11 +80,16 @@ async def sign_in(
     if wait is not None:
         message = f"Too many sign-in attempts. Try again in {wait} seconds."
         return _login_form(request, email=email, error=message, status_code=429)
-    async with services.db.transaction() as conn:
+    async with services.db.transaction(write=False) as conn:
         user = await verify_login(conn, email, password) if email and password else None
     if user is None:
         return _login_form(request, email=email, error="The email or password is not right.", status_code=400)
+    # Always a new id (no session fixation): a session the browser already held ends here, so a cookie
+    # planted or left from before the sign-in opens nothing afterwards.
+    previous = request.cookies.get(session_cookie_name(request))
     async with services.db.transaction(write=True) as conn:
+        if previous:
+            await end_session(conn, previous)
         raw, _csrf = await open_session(conn, user.id, user.organization_id, services.clock.now())
     response = RedirectResponse(safe_next(next), status_code=303)
     _set_session_cookie(request, response, raw)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Annotated, Any, Protocol
 from urllib.parse import quote
 
@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from threadline.config import Settings
-from threadline.dashboard.sessions import Lifetimes, Viewer, find_session, touch_session
+from threadline.dashboard.sessions import Viewer, find_session, lifetimes, touch_session
 from threadline.kit.clock import Clock, isoformat
 from threadline.kit.db import Database
 from threadline.kit.deps import get_services
@@ -64,19 +64,12 @@ def session_cookie_name(request: Request) -> str:
     return "__Host-threadline_session" if is_https(request) else "threadline_session"
 
 
-def lifetimes(settings: Settings) -> Lifetimes:
-    return Lifetimes(
-        idle=timedelta(minutes=settings.dashboard_idle_minutes),
-        absolute=timedelta(hours=settings.dashboard_absolute_hours),
-    )
-
-
 async def optional_viewer(request: Request, services: PageServicesDep) -> Viewer | None:
     raw = request.cookies.get(session_cookie_name(request))
     if not raw or len(raw) > 100:
         return None
     now = services.clock.now()
-    async with services.db.transaction() as conn:
+    async with services.db.transaction(write=False) as conn:
         found = await find_session(conn, raw, now, lifetimes(services.settings))
     if found is None:
         return None
@@ -177,7 +170,12 @@ def is_htmx(request: Request) -> bool:
 
 
 def safe_next(value: str | None) -> str:
-    """Where to go after sign-in: only a path of ours (``/x``), never ``//host`` or a full URL."""
-    if value and value.startswith("/") and not value.startswith(("//", "/\\")):
+    """Where to go after sign-in: only a path of ours (``/x``), never ``//host`` or a full URL. Browsers
+    drop tabs and newlines from a URL and read ``\\`` as ``/``, so ``/\\t/host`` would be ``//host``: any
+    whitespace, control character or backslash sends the browser home instead."""
+    if value and value.startswith("/") and not value.startswith("//") and not _UNSAFE_IN_NEXT.search(value):
         return value
     return "/"
+
+
+_UNSAFE_IN_NEXT = re.compile(r"[\\\s\x00-\x1f\x7f]")

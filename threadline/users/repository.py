@@ -48,6 +48,14 @@ class UserRepository:
             )
         )
 
+    async def set_password_hash(self, user_id: str, password_hash: str) -> bool:
+        result = await self._conn.execute(
+            users.update()
+            .where(users.c.organization_id == self._organization_id, users.c.id == user_id)
+            .values(password_hash=password_hash)
+        )
+        return bool(result.rowcount)
+
 
 class UsersAcrossOrganizations:
     """Logins found by email alone, whichever organization holds them."""

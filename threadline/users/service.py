@@ -1,8 +1,10 @@
 """Dashboard logins. Passwords are hashed with argon2id (memory-hard, unlike key hashes: a password is
-low-entropy and must be slow to guess)."""
+low-entropy and must be slow to guess). An email names one login across every organization: signing in
+finds the organization from it."""
 
 from __future__ import annotations
 
+import re
 import secrets
 
 from argon2 import PasswordHasher
@@ -10,25 +12,61 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn
+from threadline.kit.errors import BadRequest, Conflict, NotFound
 from threadline.kit.ids import new_id
+from threadline.organizations.repository import OrganizationRepository
 from threadline.users.repository import User, UserRepository, UsersAcrossOrganizations
 
 _hasher = PasswordHasher()  # argon2id with the library's RFC 9106 low-memory profile
+# One "@" between two non-empty parts, no spaces or control characters: deliverability is the operator's
+# business (``owner@localhost`` is a fine login), but a typo such as a missing "@" is caught here.
+_EMAIL = re.compile(r"[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f]+")
+MAX_EMAIL_LENGTH = 320
 
 
 def generate_password() -> str:
     return secrets.token_urlsafe(18)
 
 
-async def create_owner(conn: Conn, organization_id: str, email: str, password: str) -> User:
+def normalize_email(email: str) -> str:
+    """The email as logins store and look it up: trimmed and lower-cased; refused when it is not one."""
+    email = email.strip().lower()
+    if len(email) > MAX_EMAIL_LENGTH or not _EMAIL.fullmatch(email):
+        raise BadRequest(
+            f"{email!r} is not an email address (name@domain, at most {MAX_EMAIL_LENGTH} characters)"
+        )
+    return email
+
+
+async def create_user(
+    conn: Conn, organization_id: str, email: str, password: str, role: str = "member"
+) -> User:
+    """A login of the organization. Emails are unique across organizations, so the same person needs a
+    second address to belong to a second organization."""
+    email = normalize_email(email)
+    if await OrganizationRepository(conn).get(organization_id) is None:
+        raise NotFound(f"organization {organization_id} was not found")
+    if await UsersAcrossOrganizations(conn).find_by_email(email) is not None:
+        raise Conflict(f"{email} already has a login (emails are unique across organizations)")
     user = User(
-        id=new_id("usr"),
-        organization_id=organization_id,
-        email=email.lower(),
-        role="owner",
-        created_at=utcnow(),
+        id=new_id("usr"), organization_id=organization_id, email=email, role=role, created_at=utcnow()
     )
     await UserRepository(conn, organization_id).insert(user, _hasher.hash(password))
+    return user
+
+
+async def create_owner(conn: Conn, organization_id: str, email: str, password: str) -> User:
+    return await create_user(conn, organization_id, email, password, role="owner")
+
+
+async def set_password(conn: Conn, email: str, password: str) -> User:
+    """Replaces the login's password. Its open dashboard sessions are the caller's to end in the same
+    transaction (``dashboard.sessions.end_sessions_of_user``): this domain does not know about sessions."""
+    found = await UsersAcrossOrganizations(conn).find_by_email(normalize_email(email))
+    if found is None:
+        raise NotFound(f"there is no login with the email {email.strip().lower()}")
+    user, _old = found
+    await UserRepository(conn, user.organization_id).set_password_hash(user.id, _hasher.hash(password))
     return user
 
 
