@@ -64,7 +64,9 @@ def parse(body: str) -> list[Message]:
     return found
 
 
-async def finished_run(client: httpx.AsyncClient, tenant: Tenant, text: str) -> tuple[str, list[dict[str, object]]]:
+async def finished_run(
+    client: httpx.AsyncClient, tenant: Tenant, text: str
+) -> tuple[str, list[dict[str, object]]]:
     thread = await make_thread(client, tenant)
     run = await start_run(client, tenant, thread, input=text)
     events = await read_stream(client, tenant, f"/v1/runs/{run['id']}/stream")
@@ -75,13 +77,16 @@ def answer_of(events: list[dict[str, object]]) -> str:
     return str([e for e in events if e["type"] == "text_complete"][-1]["text"])
 
 
-async def test_replay_of_a_completed_run(dashboard: Dashboard, client: httpx.AsyncClient, tenant: Tenant) -> None:
+async def test_replay_of_a_completed_run(
+    dashboard: Dashboard, client: httpx.AsyncClient, tenant: Tenant
+) -> None:
     run_id, events = await finished_run(client, tenant, "Why did the <script>alert(1)</script> deploy fail?")
     page = await dashboard.get(f"/runs/{run_id}")
     assert page.status_code == 200
     body = page.text
     assert 'class="badge completed"' in body and "sse-connect" not in body and "Cancel run" not in body
-    assert "Tool call <code>search_messages</code>" in body and "Tool call <code>create_artifact</code>" in body
+    assert "Tool call <code>search_messages</code>" in body
+    assert "Tool call <code>create_artifact</code>" in body
     assert 'role="log"' in body and "summary.md" in body
     completed = events[-1]
     usage = completed["usage"]
@@ -147,7 +152,8 @@ async def test_a_live_run_streams_and_can_be_cancelled(
     for message in rest[:-1]:
         screen.apply(message.data)
     events = await read_stream(client, tenant, f"/v1/runs/{run['id']}/stream")
-    assert screen.answer == "".join(e["delta"] for e in events if isinstance(e, dict) and e["type"] == "text_chunk")
+    chunks = [e["delta"] for e in events if isinstance(e, dict) and e["type"] == "text_chunk"]
+    assert screen.answer == "".join(chunks)
     replay = await dashboard.get(f"/runs/{run['id']}")
     assert 'class="badge cancelled"' in replay.text and "Cancel run" not in replay.text
 
@@ -166,7 +172,7 @@ async def test_cancel_needs_the_csrf_token(
 async def test_artifacts_download_as_plain_text(
     dashboard: Dashboard, client: httpx.AsyncClient, tenant: Tenant
 ) -> None:
-    run_id, events = await finished_run(client, tenant, "Summarize the checkout deploy")
+    _, events = await finished_run(client, tenant, "Summarize the checkout deploy")
     artifact = next(e for e in events if e["type"] == "artifact")
     response = await dashboard.get(f"/artifacts/{artifact['artifactId']}")
     assert response.status_code == 200
