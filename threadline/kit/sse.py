@@ -31,6 +31,16 @@ def position(cursor: str) -> bytes:
     return f"id: {cursor}\n\n".encode()
 
 
+def named(event: str, data: str, cursor: str) -> bytes:
+    """A frame of a named event whose data may span lines (an HTML fragment for htmx's SSE extension).
+    ``id:`` comes last, so a frame cut short never moves the client's resume position. ``data`` must not
+    hold a carriage return: SSE cannot carry one (escape it as the format requires, e.g. ``&#13;``)."""
+    if "\r" in data:
+        raise ValueError("SSE data cannot hold a carriage return")
+    lines = "".join(f"data: {line}\n" for line in data.split("\n"))
+    return f"event: {event}\n{lines}id: {cursor}\n\n".encode()
+
+
 def resume_cursor(query_cursor: str | None, last_event_id: str | None) -> str | None:
     """``?cursor=`` wins over ``Last-Event-ID``: a client that names a position means it."""
     return query_cursor or last_event_id or None

@@ -70,6 +70,11 @@ def frame(run_id: str, event_seq: int, data: str) -> bytes:
     return f"id: {cursor_of(run_id, event_seq)}\ndata: {data}\n\n".encode()
 
 
+def data_of(frame_: bytes) -> str:
+    """The event JSON of a frame made by ``frame`` (the dashboard renders events from the feeds' frames)."""
+    return frame_[frame_.index(b"\ndata: ") + 7 : -2].decode()
+
+
 class EventRepository:
     """The stored events of one organization's runs."""
 

@@ -12,9 +12,11 @@ and quiet, so a lost announcement delays events by a second at most and never lo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from enum import Enum
 
 from threadline.kit.db import Database
 from threadline.kit.signals import RESET, SignalBus
@@ -27,6 +29,13 @@ from threadline.runs.repository import RunRepository
 log = logging.getLogger(__name__)
 
 _POLL_SECONDS = 1.0
+
+
+class Marker(Enum):
+    """What ``RunFeeds.follow`` yields besides frames."""
+
+    HEARTBEAT = "heartbeat"
+    END = "end"
 
 
 class _Feed:
@@ -99,6 +108,23 @@ class RunFeeds:
         """Frames of the run's events after ``after_seq``, live, then ``[DONE]``; ``: ping`` when quiet.
 
         The caller has checked that the run exists in ``organization_id``."""
+        async with contextlib.aclosing(self.follow(organization_id, run_id, after_seq)) as items:
+            async for item in items:
+                if isinstance(item, Marker):
+                    yield PING if item is Marker.HEARTBEAT else DONE
+                else:
+                    yield b"".join(item)
+
+    async def follow(
+        self, organization_id: str, run_id: str, after_seq: int
+    ) -> AsyncGenerator[Sequence[bytes] | Marker]:
+        """The run's event frames after ``after_seq`` as they come, a batch at a time (everything the
+        client has not had yet), ``Marker.HEARTBEAT`` when a quiet stream should show it is alive, and
+        ``Marker.END`` after the run's last event. Ends without it when the process shuts down (clients
+        resume by cursor). Every stream of run events reads this: the API's (``stream``) and the
+        dashboard's. Close it with ``contextlib.aclosing`` so the feed forgets the client at once.
+
+        The caller has checked that the run exists in ``organization_id``."""
         feed = self._feeds.get(run_id)
         if feed is None:
             feed = self._feeds[run_id] = _Feed(organization_id, run_id)
@@ -110,23 +136,23 @@ class RunFeeds:
             while not await wait_event(feed.loaded, HEARTBEAT_SECONDS):
                 if self.closed.is_set():
                     return
-                yield PING
+                yield Marker.HEARTBEAT
             position = after_seq
             last_sent = time.monotonic()
             while not self.closed.is_set():
                 if position < len(feed.frames):
-                    chunk = b"".join(feed.frames[position:])
+                    batch = feed.frames[position:]
                     position = len(feed.frames)
                     last_sent = time.monotonic()
-                    yield chunk
+                    yield batch
                     continue
                 if feed.done:
-                    yield DONE
+                    yield Marker.END
                     return
                 await wait_event(feed.changed, max(0.0, last_sent + HEARTBEAT_SECONDS - time.monotonic()))
                 if time.monotonic() - last_sent >= HEARTBEAT_SECONDS:
                     last_sent = time.monotonic()
-                    yield PING
+                    yield Marker.HEARTBEAT
         finally:
             feed.clients -= 1
             if feed.clients == 0:

@@ -1,0 +1,21 @@
+// The run view's live stream (htmx SSE extension, see templates/runs/_view.html).
+//
+// The browser's own reconnection resumes with Last-Event-ID. But when the stream fails outright (a 5xx
+// while the server restarts), the extension opens a new EventSource on the element's sse-connect URL,
+// which carries no Last-Event-ID: so the URL is kept at the last event shown (?after=), and the server
+// resumes after the later of the two. Nothing here touches the log itself: each message costs the
+// browser only its own fragment, however long the run.
+(function () {
+  "use strict";
+  document.addEventListener("htmx:sseMessage", function (event) {
+    var log = event.target.closest && event.target.closest("[data-run-log]");
+    var id = event.detail && event.detail.lastEventId;
+    if (!log || !id) return;
+    log.setAttribute("sse-connect", log.getAttribute("data-stream") + "?after=" + encodeURIComponent(id));
+  });
+  // The stream's end (sse-close="done"): the view is a replay from now on.
+  document.addEventListener("htmx:sseClose", function (event) {
+    var log = event.target.closest && event.target.closest("[data-run-log]");
+    if (log) log.setAttribute("data-ended", "");
+  });
+})();
