@@ -5,28 +5,14 @@ pages."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 from playwright.async_api import Page, expect
 
 from tests.dashboard.browser.conftest import Served, assert_accessible, screenshot, sign_in
-from tests.support import running_worker
 
 SLOW = "hello #delay=200 #chunks=50"
-
-
-@pytest.fixture
-def executing(served: Served) -> Iterator[Served]:
-    """``served`` with something that executes runs: in the distributed shape the server leaves them to
-    workers (``Settings.executes_runs_in_server``), so one runs beside it."""
-    if "THREADLINE_REDIS_URL" not in served.env:
-        yield served
-        return
-    with running_worker(served.env, startup_timeout=120):
-        yield served
 
 
 def api(served: Served, method: str, path: str, **kwargs: Any) -> Any:
@@ -50,8 +36,7 @@ async def answer_on_screen(page: Page) -> str:
     return await page.locator("#run-log .ev.turn .text").last.inner_text()
 
 
-async def test_watch_reload_complete_cancel_and_replay(page: Page, executing: Served) -> None:
-    served = executing
+async def test_watch_reload_complete_cancel_and_replay(page: Page, served: Served) -> None:
     thread = api(served, "POST", "/threads", json={"title": "Checkout <script>alert(1)</script> incident"})
     await sign_in(page, served.url, served.email, served.password)
     await page.goto(f"{served.url}/threads")
@@ -107,10 +92,9 @@ async def test_watch_reload_complete_cancel_and_replay(page: Page, executing: Se
     await screenshot(page, "search")
 
 
-async def test_a_long_live_run_keeps_every_event(page: Page, executing: Served) -> None:
+async def test_a_long_live_run_keeps_every_event(page: Page, served: Served) -> None:
     """10,000 text chunks watched live from the start: each batch of events costs the browser only its
     own fragment, so the view keeps up and shows the whole text exactly once."""
-    served = executing
     thread = api(served, "POST", "/threads", json={"title": "Long answer"})
     await sign_in(page, served.url, served.email, served.password)
     body = {"input": "long #notools #chunks=10000 #delay=1"}
