@@ -74,16 +74,22 @@ class Served:
         return str(self.created["secretKey"])
 
 
+def serve(empty_env: dict[str, str], **settings: str) -> Iterator[Served]:
+    """``threadline init``, then ``threadline serve`` with these extra settings (environment variables).
+    Runs execute in the server itself (embedded) or, as in production, in a ``threadline worker`` beside
+    it (distributed: ``serve`` then executes none). Start-up may take a while on a loaded machine."""
+    created = init_database(empty_env)
+    env = {**empty_env, **settings}
+    with ExitStack() as stack:
+        server = stack.enter_context(running_server(env, startup_timeout=120))
+        if env.get("THREADLINE_REDIS_URL"):
+            stack.enter_context(running_worker(env, startup_timeout=120))
+        yield Served(server, env, created)
+
+
 @pytest.fixture
 def served(empty_env: dict[str, str]) -> Iterator[Served]:
-    """Runs execute in the server itself (embedded) or, as in production, in a ``threadline worker``
-    beside it (distributed: ``serve`` then executes none)."""
-    created = init_database(empty_env)
-    with ExitStack() as stack:
-        server = stack.enter_context(running_server(empty_env, startup_timeout=120))
-        if empty_env.get("THREADLINE_REDIS_URL"):
-            stack.enter_context(running_worker(empty_env, startup_timeout=120))
-        yield Served(server, empty_env, created)
+    yield from serve(empty_env)
 
 
 @pytest.fixture

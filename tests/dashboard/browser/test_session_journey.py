@@ -11,35 +11,17 @@ from collections.abc import Iterator
 import pytest
 from playwright.async_api import Page, expect
 
-from tests.dashboard.browser.conftest import Served, screenshot, sign_in
-from tests.support import init_database, running_server
+from tests.dashboard.browser.conftest import Served, screenshot, serve, sign_in
 
 PAGE = "/settings/api-keys"
 # Six seconds without a request end a session of this server: long enough to sign in on a busy machine.
 IDLE_MINUTES = "0.1"
 
 
-# The shared ``served`` fixture waits 20 s for the server, which a machine busy with other test runs
-# has exceeded (only the import took longer): these wait a minute.
-STARTUP_SECONDS = 60
-
-
-def _serve(empty_env: dict[str, str], **extra: str) -> Iterator[Served]:
-    created = init_database(empty_env)
-    env = {**empty_env, **extra}
-    with running_server(env, startup_timeout=STARTUP_SECONDS) as server:
-        yield Served(server, env, created)
-
-
-@pytest.fixture
-def served(empty_env: dict[str, str]) -> Iterator[Served]:
-    yield from _serve(empty_env)
-
-
 @pytest.fixture
 def served_briefly(empty_env: dict[str, str]) -> Iterator[Served]:
     """A server whose sessions end after a short idle time."""
-    yield from _serve(empty_env, THREADLINE_DASHBOARD_IDLE_MINUTES=IDLE_MINUTES)
+    yield from serve(empty_env, THREADLINE_DASHBOARD_IDLE_MINUTES=IDLE_MINUTES)
 
 
 async def test_refused_without_token_and_nothing_left_after_sign_out(page: Page, served: Served) -> None:
