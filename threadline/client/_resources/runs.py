@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from threadline.client._resource import Page, Resource
@@ -60,7 +60,7 @@ class Runs(Resource):
         return self._client.stream(f"{self.path}/{run_id}/stream", {}, cursor)
 
     def create_stream_token(
-        self, run_id: str, *, ttl_seconds: int | None = None, origins: list[str] | None = None
+        self, run_id: str, *, ttl_seconds: int | None = None, origins: Sequence[str] | None = None
     ) -> dict[str, Any]:
         """A short-lived token (``st_…``, shown once) for an end user's browser to read this run's stream
         as ``GET /v1/runs/{run_id}/stream?token=…`` without a secret key (``ttl_seconds`` 1 to 3600,

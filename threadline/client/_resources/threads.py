@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from threadline.client._resource import Page, Resource
@@ -46,7 +46,7 @@ class Threads(Resource):
         return self._client.stream(f"{self.path}/{thread_id}/stream", {}, cursor)
 
     def create_stream_token(
-        self, thread_id: str, *, ttl_seconds: int | None = None, origins: list[str] | None = None
+        self, thread_id: str, *, ttl_seconds: int | None = None, origins: Sequence[str] | None = None
     ) -> dict[str, Any]:
         """A short-lived token (``st_…``, shown once) for an end user's browser to read this thread's
         stream (which follows its runs) as ``GET /v1/threads/{thread_id}/stream?token=…``; see
