@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends, Header, Query, Request
@@ -10,6 +11,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from threadline.billing.prices import Prices
 from threadline.keys import stream_tokens
 from threadline.keys.auth import principal_of
+from threadline.kit.db import Conn
 from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
@@ -191,17 +193,8 @@ _STREAM_CREDENTIAL_RULES = (
 async def create_run_stream_token(
     runId: str, request: Request, conn: ConnDep, body: StreamTokenCreate | None = None
 ) -> RunStreamTokenOut:
-    principal = principal_of(request)
-    run = await service.get_run(conn, principal.organization_id, runId)
-    body = body or StreamTokenCreate()
-    token, expires_at = await stream_tokens.mint(
-        conn,
-        principal.organization,
-        principal.key.id,
-        run_id=run.id,
-        ttl_seconds=body.ttl_seconds,
-        origins=body.origins,
-    )
+    run = await service.get_run(conn, principal_of(request).organization_id, runId)
+    token, expires_at = await _mint(request, conn, body, run_id=run.id)
     return RunStreamTokenOut(token=token, expires_at=expires_at, run_id=run.id)
 
 
@@ -217,18 +210,26 @@ async def create_run_stream_token(
 async def create_thread_stream_token(
     threadId: str, request: Request, conn: ConnDep, body: StreamTokenCreate | None = None
 ) -> ThreadStreamTokenOut:
+    thread = await get_thread(conn, principal_of(request).organization_id, threadId)
+    token, expires_at = await _mint(request, conn, body, thread_id=thread.id)
+    return ThreadStreamTokenOut(token=token, expires_at=expires_at, thread_id=thread.id)
+
+
+async def _mint(
+    request: Request, conn: Conn, body: StreamTokenCreate | None, **stream: str
+) -> tuple[str, datetime]:
+    """A token for the stream named (``run_id`` or ``thread_id``, found in the caller's organization),
+    recorded as minted by the calling key."""
     principal = principal_of(request)
-    thread = await get_thread(conn, principal.organization_id, threadId)
     body = body or StreamTokenCreate()
-    token, expires_at = await stream_tokens.mint(
+    return await stream_tokens.mint(
         conn,
         principal.organization,
         principal.key.id,
-        thread_id=thread.id,
         ttl_seconds=body.ttl_seconds,
         origins=body.origins,
+        **stream,
     )
-    return ThreadStreamTokenOut(token=token, expires_at=expires_at, thread_id=thread.id)
 
 
 @router.get(
