@@ -17,7 +17,8 @@ from threadline.config import Settings
 def test_tokens_minted_by_client_and_cli_never_reach_the_log(
     backend: Backend, settings: Settings, tenant: Tenant
 ) -> None:
-    env = {**backend.env(settings), "THREADLINE_ACCESS_LOG": "true"}
+    # The server executes runs itself in both shapes (no `threadline worker`).
+    env = {**backend.env(settings), "THREADLINE_ACCESS_LOG": "true", "THREADLINE_RUN_EXECUTION": "server"}
     with running_server(env, startup_timeout=90) as server:
         with Threadline(api_key=tenant.created.secret_value, base_url=f"{server.api_url}/v1") as client:
             thread = client.threads.create(title="tokens")

@@ -34,11 +34,13 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def served(empty_env: dict[str, str]) -> Iterator[Served]:
-    """As the browser tests' own, with a longer start-up allowance: this journey runs beside others on a
-    shared machine, where a cold ``serve`` has been seen to take more than 20 s."""
+    """As the browser tests' own, but the server executes runs itself in both shapes (no ``threadline
+    worker``), and with a longer start-up allowance: on a shared machine a cold ``serve`` has been seen to
+    take more than 20 s."""
     created = init_database(empty_env)
-    with running_server(empty_env, startup_timeout=90) as server:
-        yield Served(server, empty_env, created)
+    env = {**empty_env, "THREADLINE_RUN_EXECUTION": "server"}
+    with running_server(env, startup_timeout=90) as server:
+        yield Served(server, env, created)
 
 
 @pytest.fixture
