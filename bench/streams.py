@@ -12,7 +12,9 @@ stack, events in memory) in the same run:
 2. first event: from sending ``POST /v1/threads/{id}/runs`` to the run's first frame (``run_started``) on
    a stream opened right after the POST answered; the POST, the stream's opening and when the event was
    made (its ``createdAt``) are reported too.
-3. idle streams: streams opened on one long-running run, ``--idle-step`` at a time up to ``--idle-max``,
+3. stream tokens: 1-client event latency (run stream) and first event (thread stream, the token minted
+   before the clock) with ``?token=st_…`` beside the secret key, on the same server, alternating; ratios.
+4. idle streams: streams opened on one long-running run, ``--idle-step`` at a time up to ``--idle-max``,
    with the server's resident memory (``VmRSS``) after each step and ``/readyz`` (baseline ``/healthz``)
    answer times while they are held; streams per 512 MiB are extrapolated from the fitted RSS line. Then
    all are closed and as many opened again: RSS growing again would mean streams leak.
@@ -497,6 +499,40 @@ class Ours(Target):
         return f"/v1/runs/{run['id']}/stream"
 
 
+class KeyOnThread(Ours):
+    """First event on the thread's stream with the secret key: what ``WithToken`` is compared against (a
+    thread token is minted before the clock starts, when the run's id is not known yet)."""
+
+    def quick_run(self, prepared: str) -> str:
+        self.post(f"/v1/threads/{prepared}/runs", json={"input": "#notools #chunks=1"})
+        return f"/v1/threads/{prepared}/stream"
+
+
+class WithToken(Ours):
+    """The same server and runs, the streams opened as a browser would: no header, ``?token=st_…`` minted
+    (with the secret key, before the clock starts) for the run or the thread."""
+
+    def __init__(self, name: str, server: Server, port: int, auth: dict[str, str], probe_path: str) -> None:
+        super().__init__(name, server, port, auth, probe_path)
+        self.auth = {}  # the streams carry no header; the key stays on self.http, for minting
+
+    def _token(self, stream: str) -> str:
+        return str(self.post(f"{stream}/stream-tokens", json={"ttlSeconds": 600})["token"])
+
+    def pending_run(self, events: int, interval_ms: int) -> tuple[str, str]:
+        path, handle = super().pending_run(events, interval_ms)
+        return f"{path}?token={self._token(path.removesuffix('/stream'))}", handle
+
+    def prepare_quick_run(self) -> str:
+        thread = self.thread()
+        return f"{thread} {self._token(f'/v1/threads/{thread}')}"
+
+    def quick_run(self, prepared: str) -> str:
+        thread, token = prepared.split(" ")
+        self.post(f"/v1/threads/{thread}/runs", json={"input": "#notools #chunks=1"})
+        return f"/v1/threads/{thread}/stream?token={token}"
+
+
 class Baseline(Target):
     def pending_run(self, events: int, interval_ms: int) -> tuple[str, str]:
         run = self.post("/runs", params={"n": events, "delay_ms": interval_ms, "start": "false"})["id"]
@@ -626,6 +662,30 @@ def measure_first_event(targets: Sequence[Target], repetitions: int, warmup: int
     }
 
 
+def measure_tokens(
+    ours: Ours, workers: ClientWorkers, rounds: int, repetitions: int, events: int, interval_ms: int
+) -> dict[str, Any]:
+    """A stream token against the secret key on the same server, alternating: 1-client event latency on a
+    run's stream, and first event on a thread's stream (where a token can be minted before the run)."""
+    keyed = KeyOnThread("key", ours.server, ours.port, ours.auth, ours.probe_path)
+    token = WithToken("token", ours.server, ours.port, ours.auth, ours.probe_path)
+    try:
+        latency: dict[str, list[dict[str, Any]]] = {"key": [], "token": []}
+        for number in range(rounds):
+            for target in (ours, token) if number % 2 == 0 else (token, ours):
+                measured = measure_latency(target, workers, 1, events, interval_ms)
+                latency["key" if target is ours else "token"].append(measured)
+                print(
+                    f"latency  1 client  {target.name:<10} (key vs token)"
+                    f"  p99 {measured['latency_ms']['p99']:7.2f} ms",
+                    file=sys.stderr,
+                )
+        return {"latency": latency, "first_event": measure_first_event((keyed, token), repetitions, warmup=5)}
+    finally:
+        keyed.close()
+        token.close()
+
+
 def _fit(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
     """Least-squares line through (streams, rss): (bytes per stream, intercept)."""
     count = len(points)
@@ -744,7 +804,7 @@ def parse_args() -> argparse.Namespace:
         default=None,
         help="where the temporary data dir goes (e.g. /dev/shm: no disk)",
     )
-    parser.add_argument("--skip", default="", help="comma-separated: latency, first-event, idle")
+    parser.add_argument("--skip", default="", help="comma-separated: latency, first-event, token, idle")
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "streams.json", help="results JSON file")
     args = parser.parse_args()
     try:
@@ -752,8 +812,8 @@ def parse_args() -> argparse.Namespace:
     except ValueError:
         parser.error("--clients is a comma-separated list of integers")
     args.skip = sorted({s.strip() for s in args.skip.split(",") if s.strip()})
-    if set(args.skip) - {"latency", "first-event", "idle"}:
-        parser.error("--skip takes latency, first-event, idle")
+    if set(args.skip) - {"latency", "first-event", "token", "idle"}:
+        parser.error("--skip takes latency, first-event, token, idle")
     if (
         not args.clients
         or min(args.clients) < 1
@@ -843,7 +903,7 @@ def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
     }
 
     # Phase 1: latency and first event, on one pair of servers.
-    if not {"latency", "first-event"} <= set(args.skip):
+    if not {"latency", "first-event", "token"} <= set(args.skip):
         with ExitStack() as phase:
             ours, baseline = start_servers(phase, data_dir, env, auth, "latency")
             if "latency" not in args.skip:
@@ -867,6 +927,10 @@ def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
                 results["latency"] = latency
             if "first-event" not in args.skip:
                 results["first_event"] = measure_first_event((ours, baseline), args.first_event, warmup=5)
+            if "token" not in args.skip:
+                results["tokens"] = measure_tokens(
+                    ours, workers, args.rounds * 2, args.first_event, args.events, args.interval_ms
+                )
             for target in (ours, baseline):
                 results["server_log_errors"][target.server.name] = target.server.problems()
 
@@ -999,6 +1063,25 @@ def _first_event_report(first: dict[str, Any], goals: list[tuple[str, bool]]) ->
     )
 
 
+def _token_report(tokens: dict[str, Any]) -> str:
+    rows = []
+    key, token = _median_run(tokens["latency"]["key"]), _median_run(tokens["latency"]["token"])
+    for part in ("p50", "p99"):
+        o, t = key["latency_ms"][part], token["latency_ms"][part]
+        rows.append([f"event latency {part}, 1 client (run stream)", _f(o), _f(t), _f(ratio(t, o))])
+    first = tokens["first_event"]
+    for part, label in (("total", "POST sent -> first event"), ("open", "  stream opened (headers)")):
+        for key_name in ("p50", "p99"):
+            o, t = first["key"][part][key_name], first["token"][part][key_name]
+            rows.append([f"{label} {key_name} (thread stream)", _f(o), _f(t), _f(ratio(t, o))])
+    rounds = len(tokens["latency"]["key"])
+    return (
+        f"Stream token vs secret key, same server ({rounds} latency rounds each, median round; first event "
+        f"{first['key']['total']['count']} runs each; alternating; ms)\n"
+        + format_table(["", "key", "token", "ratio token/key"], rows)
+    )
+
+
 def _idle_report(idle: dict[str, Any], goals: list[tuple[str, bool]]) -> str:
     rows = []
     for name, label in (("threadline", "ours"), ("baseline", "sse-starlette")):
@@ -1055,6 +1138,8 @@ def report(results: dict[str, Any]) -> str:
         parts.append(_latency_report(results["latency"], goals))
     if "first_event" in results:
         parts.append(_first_event_report(results["first_event"], goals))
+    if "tokens" in results:
+        parts.append(_token_report(results["tokens"]))
     if "idle" in results:
         parts.append(_idle_report(results["idle"], goals))
     fsync = results["disk_fsync_ms"]

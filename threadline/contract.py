@@ -62,7 +62,17 @@ SECURITY_SCHEMES = {
         "name": "x-service-key",
         "description": "`x-service-key: pk_…`.",
     },
+    "streamToken": {
+        "type": "apiKey",
+        "in": "query",
+        "name": "token",
+        "description": "`?token=st_…`, a stream token (`runs.createStreamToken`, "
+        "`threads.createStreamToken`): accepted only by the stream it was made for, for browsers, whose "
+        "EventSource cannot send headers.",
+    },
 }
+# The only operations a credential in the URL may open (keys/stream_access.py).
+_TOKEN_OPERATIONS = frozenset({"runs.stream", "threads.stream"})
 
 
 def _document_security(schema: dict[str, Any], intake_paths: set[str]) -> None:
@@ -76,6 +86,8 @@ def _document_security(schema: dict[str, Any], intake_paths: set[str]) -> None:
                 operation["security"] = [{"publicKey": []}]
             else:
                 operation["security"] = [{"secretKey": []}, {"secretKeyHeader": []}]
+                if operation.get("operationId") in _TOKEN_OPERATIONS:
+                    operation["security"].append({"streamToken": []})
 
 
 def _drop_422(schema: dict[str, Any]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,3 +36,15 @@ class Resource:
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
+
+    def _stream_token(
+        self, stream_path: str, ttl_seconds: int | None, origins: Sequence[str] | None
+    ) -> dict[str, Any]:
+        """``{"token", "expiresAt", runId | threadId}``: a browser opens the stream with ``?token=``."""
+        body: dict[str, Any] = {}
+        if ttl_seconds is not None:
+            body["ttlSeconds"] = ttl_seconds
+        if origins is not None:
+            body["origins"] = list(origins)
+        result: dict[str, Any] = self._client.request("POST", f"{stream_path}/stream-tokens", json=body)
+        return result

@@ -82,6 +82,18 @@ class KeyAuthenticator:
             self._usage[principal.key.id] = time.time()
         return principal
 
+    async def principal_of_hash(self, digest: str) -> Principal | None:
+        """The principal of a key known by its hash, as ``authenticate`` finds it: a stream token names
+        the key that minted it, and is refused as soon as that key is (same cache, same signals)."""
+        cached = self._cache.get(digest)
+        if cached is not None and cached[0] > time.monotonic():
+            principal: Principal | None = cached[1]
+        else:
+            principal = await self._load(digest)
+        if principal is not None and principal.key.revoked_at is None:
+            self._usage[principal.key.id] = time.time()
+        return principal
+
     async def _load(self, digest: str) -> Principal | None:
         """One query per key however many requests miss at once. The query runs in a task of its own, so
         a waiter that is cancelled (a client gone, a shutdown) never fails the others."""

@@ -16,7 +16,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadline.config import Settings
 from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, KeyAuthenticator, Principal
+from threadline.keys.stream_access import query_token, serve_with_token
 from threadline.kit.context import RATE_LIMIT_SCOPE_KEY, client_address
+from threadline.kit.db import Database
 from threadline.kit.errors import (
     ApiError,
     BadRequest,
@@ -43,6 +45,7 @@ class AccessServices(Protocol):
     """What authentication and rate limiting read from the process's services."""
 
     settings: Settings
+    db: Database
     limiter: RateLimiter
     authenticator: KeyAuthenticator
 
@@ -69,6 +72,11 @@ class AccessMiddleware:
         self.accepted_type = "secret" if surface == "api" else "public"
         self.missing_header = "Authorization" if surface == "api" else "x-service-key"
         self._memo_key = f"{surface}.buckets"
+        self.stream_tokens = surface == "api"  # browsers read run streams with ?token=st_… (stream_access)
+
+    @property
+    def token_services(self) -> AccessServices:
+        return self.runtime.services
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not (scope["path"].startswith("/v1/") or scope["path"] == "/v1"):
@@ -86,20 +94,26 @@ class AccessMiddleware:
             elif name == b"content-length":
                 content_length = value
 
+        if bearer is None and secret_header is None and public_header is None and self.stream_tokens:
+            # No key: perhaps a browser's stream with a token (never on a request that sends a key).
+            token = query_token(scope)
+            if token is not None:
+                await serve_with_token(self, scope, receive, send, token)
+                return
         limit = self.body_limit or services.settings.max_request_body_bytes
         try:
             try:
                 if content_length is not None and not content_length.isdigit():
-                    await self._limit_anonymously(scope)
+                    await self.limit_anonymously(scope)
                     raise BadRequest("The Content-Length header is not a number.")
                 if content_length is not None and int(content_length) > limit:
-                    await self._limit_anonymously(scope)
+                    await self.limit_anonymously(scope)
                     raise PayloadTooLarge(_too_large(limit))
                 if scope["path"] in self.public_paths:
-                    await self._limit_anonymously(scope)
+                    await self.limit_anonymously(scope)
                 else:
                     principal = await self._authenticate(scope, bearer, secret_header, public_header)
-                    decision = await services.limiter.hit(self._buckets(principal))
+                    decision = await services.limiter.hit(self.buckets(principal))
                     scope[RATE_LIMIT_SCOPE_KEY] = decision.headers()
                     if not decision.allowed:
                         raise TooManyRequests(decision.retry_after)
@@ -117,7 +131,7 @@ class AccessMiddleware:
             receive = _limited(receive, limit)
         await self.app(scope, receive, send)
 
-    def _buckets(self, principal: Principal) -> tuple[Bucket, ...]:
+    def buckets(self, principal: Principal) -> tuple[Bucket, ...]:
         """The organization's bucket, and the key's when the key has a budget of its own.
 
         A key bucket with the organization's limit could never refuse first: every request it sees also
@@ -149,7 +163,7 @@ class AccessMiddleware:
         else:
             raw = public_header if public_header is not None else bearer or secret_header
         if raw is None:
-            await self._limit_anonymously(scope)
+            await self.limit_anonymously(scope)
             raise Unauthorized(
                 f"No credential: send your key in the {self.missing_header} header.",
                 missing_context=[self.missing_header],
@@ -158,22 +172,22 @@ class AccessMiddleware:
         if raw is bearer:
             scheme, _, value = value.partition(b" ")
             if scheme.lower() != b"bearer":
-                await self._limit_anonymously(scope)
+                await self.limit_anonymously(scope)
                 raise Unauthorized(
                     "The Authorization header must be `Bearer <key>`.", reason=Reason.INVALID_KEY
                 )
             value = value.strip()
         principal = await self.runtime.services.authenticator.authenticate(value)
         if principal is None:
-            await self._limit_anonymously(scope)
+            await self.limit_anonymously(scope)
             raise Unauthorized("The key is not valid.", reason=Reason.INVALID_KEY)
         if principal.key.revoked_at is not None:
-            await self._limit_anonymously(scope)
+            await self.limit_anonymously(scope)
             raise Unauthorized("The key has been revoked.", reason=Reason.KEY_REVOKED)
         if principal.key.type != self.accepted_type:
             # Charged to the client address, not the organization: public keys are meant to be seen, and
             # sending one to the API must not drain the organization's budget.
-            await self._limit_anonymously(scope)
+            await self.limit_anonymously(scope)
             if self.surface == "api":
                 raise Forbidden(
                     "Public keys are for telemetry intake only; use a secret key for the API.",
@@ -185,7 +199,7 @@ class AccessMiddleware:
             )
         return principal
 
-    async def _limit_anonymously(self, scope: Scope) -> None:
+    async def limit_anonymously(self, scope: Scope) -> None:
         await limit_by_address(self.runtime.services, scope, self.surface)
 
 

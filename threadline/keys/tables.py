@@ -1,6 +1,6 @@
 import sqlalchemy as sa
 
-from threadline.kit.db import UtcDateTime
+from threadline.kit.db import JsonType, UtcDateTime
 from threadline.storage.metadata import id_column, metadata, organization_column
 
 api_keys = sa.Table(
@@ -21,4 +21,22 @@ api_keys = sa.Table(
     sa.CheckConstraint("type IN ('public', 'secret')", name="type"),
     sa.CheckConstraint("(type = 'public') = (project_id IS NOT NULL)", name="project_scope"),
     sa.Index(None, "organization_id", "id"),
+)
+
+# A stream token (keys/stream_tokens.py) opens one run's or one thread's stream until it expires. Only its
+# SHA-256 is stored; the key that minted it is named, so the key's revocation and limits apply to it.
+stream_tokens = sa.Table(
+    "stream_tokens",
+    metadata,
+    sa.Column("token_hash", sa.String(64), primary_key=True),
+    organization_column(),
+    sa.Column("key_id", sa.String(40), sa.ForeignKey("api_keys.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("run_id", sa.String(40), nullable=True),
+    sa.Column("thread_id", sa.String(40), nullable=True),
+    sa.Column("origins", JsonType, nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("expires_at", UtcDateTime, nullable=False),
+    sa.CheckConstraint("(run_id IS NULL) <> (thread_id IS NULL)", name="one_stream"),
+    sa.Index(None, "organization_id", "expires_at"),
+    sa.Index(None, "key_id"),
 )

@@ -1,15 +1,20 @@
-"""Logging set-up, with a filter that masks anything shaped like a key before it is written anywhere."""
+"""Logging set-up, with a filter that masks anything shaped like a key before it is written anywhere.
+
+Stream tokens (``st_``) travel in URLs (``?token=``), so the access log would write them with every stream
+opened; both their shape and any ``token=`` query value are masked, whatever the value looks like."""
 
 from __future__ import annotations
 
 import logging
 import re
 
-_KEY = re.compile(r"\b(sk|pk)_[A-Za-z0-9]{8,}")
+_KEY = re.compile(r"\b(sk|pk|st)_[A-Za-z0-9]{8,}")
+_TOKEN_PARAMETER = re.compile(r"([?&]token=)[^&\s\"']+")
 
 
 def redact(text: str) -> str:
-    return _KEY.sub(lambda m: f"{m.group(1)}_[redacted]", text)
+    text = _KEY.sub(lambda m: f"{m.group(1)}_[redacted]", text)
+    return _TOKEN_PARAMETER.sub(r"\1[redacted]", text) if "token=" in text else text
 
 
 class RedactingFormatter(logging.Formatter):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 
 from threadline.billing.prices import Prices
+from threadline.keys import stream_tokens
 from threadline.keys.auth import principal_of
+from threadline.kit.db import Conn
 from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
@@ -16,7 +19,15 @@ from threadline.kit.signals import SignalBus
 from threadline.kit.sse import DONE, EventStreamResponse, resume_cursor
 from threadline.runs import service
 from threadline.runs.feeds import RunFeeds
-from threadline.runs.schemas import ArtifactOut, RunCreate, RunOut
+from threadline.runs.schemas import (
+    ArtifactOut,
+    RunCreate,
+    RunOut,
+    RunStreamTokenOut,
+    StreamTokenCreate,
+    ThreadStreamTokenOut,
+)
+from threadline.threads.service import get_thread
 
 
 class RunServices(Protocol):
@@ -123,7 +134,8 @@ async def stream_run(
     last_event_id: LastEventId = None,
 ) -> EventStreamResponse:
     """The run's events as they happen; a finished run's are replayed. With `cursor` (or `Last-Event-ID`),
-    resumes strictly after that event: nothing lost, nothing repeated."""
+    resumes strictly after that event: nothing lost, nothing repeated. A browser opens it with
+    `?token=st_…` from `runs.createStreamToken` instead of a key."""
     organization_id = principal_of(request).organization_id
     position = resume_cursor(cursor, last_event_id)
     run, after = await service.run_to_stream(conn, organization_id, runId, position)
@@ -146,7 +158,8 @@ async def stream_thread(
 ) -> EventStreamResponse:
     """The events of the thread's active run (the running one, else the oldest queued one); with none
     active, a replay of its latest run; with no run at all, `[DONE]` at once. The stream follows one run
-    and ends with it; open it again for the next. A `cursor` resumes the run it came from."""
+    and ends with it; open it again for the next. A `cursor` resumes the run it came from. A browser opens
+    it with `?token=st_…` from `threads.createStreamToken` instead of a key."""
     organization_id = principal_of(request).organization_id
     position = resume_cursor(cursor, last_event_id)
     run, after = await service.run_to_follow(conn, organization_id, threadId, position)
@@ -157,6 +170,66 @@ async def stream_thread(
 
 async def _done() -> AsyncIterator[bytes]:
     yield DONE
+
+
+# How a stream token behaves, in both operations' descriptions.
+_STREAM_CREDENTIAL_RULES = (
+    " The token (shown once) opens only this stream, as `?token=st_…` on its URL (a browser's `EventSource`"
+    " cannot send headers), until `expiresAt`; a stream opened by then runs to its `[DONE]`. It acts as"
+    " the key that made it: that key's revocation refuses it, its requests count against that key's rate"
+    " limits. Pages from origins outside `origins` are refused (403 `ORIGIN_NOT_ALLOWED`)."
+)
+
+
+@router.post(
+    "/v1/runs/{runId}/stream-tokens",
+    operation_id="runs.createStreamToken",
+    status_code=201,
+    response_model=RunStreamTokenOut,
+    responses=errors(400, 404, 413, *AUTHENTICATED),
+    description="A short-lived token with which a browser reads the run's stream without a secret key."
+    + _STREAM_CREDENTIAL_RULES,
+)
+async def create_run_stream_token(
+    runId: str, request: Request, conn: ConnDep, body: StreamTokenCreate | None = None
+) -> RunStreamTokenOut:
+    run = await service.get_run(conn, principal_of(request).organization_id, runId)
+    token, expires_at = await _mint(request, conn, body, run_id=run.id)
+    return RunStreamTokenOut(token=token, expires_at=expires_at, run_id=run.id)
+
+
+@router.post(
+    "/v1/threads/{threadId}/stream-tokens",
+    operation_id="threads.createStreamToken",
+    status_code=201,
+    response_model=ThreadStreamTokenOut,
+    responses=errors(400, 404, 413, *AUTHENTICATED),
+    description="A short-lived token with which a browser reads the thread's stream (which follows the "
+    "thread's runs) without a secret key." + _STREAM_CREDENTIAL_RULES,
+)
+async def create_thread_stream_token(
+    threadId: str, request: Request, conn: ConnDep, body: StreamTokenCreate | None = None
+) -> ThreadStreamTokenOut:
+    thread = await get_thread(conn, principal_of(request).organization_id, threadId)
+    token, expires_at = await _mint(request, conn, body, thread_id=thread.id)
+    return ThreadStreamTokenOut(token=token, expires_at=expires_at, thread_id=thread.id)
+
+
+async def _mint(
+    request: Request, conn: Conn, body: StreamTokenCreate | None, **stream: str
+) -> tuple[str, datetime]:
+    """A token for the stream named (``run_id`` or ``thread_id``, found in the caller's organization),
+    recorded as minted by the calling key."""
+    principal = principal_of(request)
+    body = body or StreamTokenCreate()
+    return await stream_tokens.mint(
+        conn,
+        principal.organization,
+        principal.key.id,
+        ttl_seconds=body.ttl_seconds,
+        origins=body.origins,
+        **stream,
+    )
 
 
 @router.get(

@@ -4,12 +4,13 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
+from threadline.keys.stream_tokens import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 from threadline.kit.metadata import Metadata
 from threadline.kit.schemas import RequestModel, ResponseModel, Timestamp
 from threadline.messages.schemas import MAX_CONTENT_BYTES, Content
 from threadline.runs.artifacts import Artifact
 from threadline.runs.repository import Run, Status
-from threadline.settings.schemas import MAX_INSTRUCTIONS_CHARS, ModelName
+from threadline.settings.schemas import MAX_INSTRUCTIONS_CHARS, ModelName, Origins
 
 
 class RunCreate(RequestModel):
@@ -101,3 +102,30 @@ class ArtifactOut(ResponseModel):
             content=artifact.content,
             created_at=artifact.created_at,
         )
+
+
+class StreamTokenCreate(RequestModel):
+    ttl_seconds: int = Field(
+        DEFAULT_TTL_SECONDS,
+        ge=1,
+        le=MAX_TTL_SECONDS,
+        description="How long the token can open its stream; a stream opened in time runs to `[DONE]`.",
+    )
+    origins: Origins | None = Field(
+        None,
+        description="Origins whose pages may use the token (each must be in the organization's "
+        "`allowedOrigins`); default: the organization's list.",
+    )
+
+
+class StreamTokenOut(ResponseModel):
+    token: str = Field(description="`st_…`: shown once, stored only as a hash. Use it as `?token=`.")
+    expires_at: Timestamp
+
+
+class RunStreamTokenOut(StreamTokenOut):
+    run_id: str
+
+
+class ThreadStreamTokenOut(StreamTokenOut):
+    thread_id: str

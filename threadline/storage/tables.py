@@ -3,7 +3,7 @@
 from threadline.automations.tables import automation_firings, automations
 from threadline.billing.tables import billing_accounts, billing_transactions
 from threadline.dashboard.tables import dashboard_sessions
-from threadline.keys.tables import api_keys
+from threadline.keys.tables import api_keys, stream_tokens
 from threadline.messages.tables import messages
 from threadline.organizations.tables import organizations
 from threadline.projects.tables import projects
@@ -51,6 +51,7 @@ __all__ = [
     "projects",
     "run_events",
     "runs",
+    "stream_tokens",
     "threads",
     "users",
 ]

@@ -240,10 +240,28 @@ def cancel_run(
     emit_json(run) if json_output else typer.echo(run_line(run))
 
 
+def stream_token(
+    run_id: Annotated[str, typer.Argument(help="Run id (run_…).")],
+    ttl: Annotated[int | None, typer.Option("--ttl", help="Seconds it can open the stream (1-3600).")] = None,
+    origins: Annotated[
+        list[str] | None, typer.Option("--origin", help="An origin allowed to use it (repeatable).")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Mint a stream token: a browser reads this run's stream with ?token= and no secret key."""
+    minted = call(lambda c: c.runs.create_stream_token(run_id, ttl_seconds=ttl, origins=origins or None))
+    if json_output:
+        emit_json(minted)
+        return
+    typer.echo(minted["token"])
+    typer.echo(f"expires {minted['expiresAt']}; open /v1/runs/{run_id}/stream?token=<token>", err=True)
+
+
 def register_runs(app: typer.Typer) -> None:
     runs.command("create")(create_run)
     runs.command("stream")(stream_run)
     runs.command("show")(show_run)
     runs.command("list")(list_runs)
     runs.command("cancel")(cancel_run)
+    runs.command("stream-token")(stream_token)
     app.add_typer(runs, name="runs")

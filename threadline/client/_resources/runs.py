@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from threadline.client._resource import Page, Resource
@@ -58,6 +58,14 @@ class Runs(Resource):
         """The run's events (a finished run's replayed), each with its ``cursor``, until ``[DONE]``;
         with ``cursor``, strictly after that event."""
         return self._client.stream(f"{self.path}/{run_id}/stream", {}, cursor)
+
+    def create_stream_token(
+        self, run_id: str, *, ttl_seconds: int | None = None, origins: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """A short-lived token (``st_…``, shown once) for an end user's browser to read this run's stream
+        as ``GET /v1/runs/{run_id}/stream?token=…`` without a secret key (``ttl_seconds`` 1 to 3600,
+        default 600; ``origins``: pages allowed to use it, default the organization's allowedOrigins)."""
+        return self._stream_token(f"{self.path}/{run_id}", ttl_seconds, origins)
 
     def artifacts(self, run_id: str, *, limit: int | None = None, cursor: str | None = None) -> Page:
         """The run's artifacts, oldest first (``client.artifacts.iterate(run_id)`` for all of them)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from threadline.client._resource import Page, Resource
@@ -44,3 +44,11 @@ class Threads(Resource):
         """The events of the thread's active run (else a replay of its latest run) until that run's
         ``[DONE]``; nothing when the thread has no run. A ``cursor`` resumes the run it came from."""
         return self._client.stream(f"{self.path}/{thread_id}/stream", {}, cursor)
+
+    def create_stream_token(
+        self, thread_id: str, *, ttl_seconds: int | None = None, origins: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """A short-lived token (``st_…``, shown once) for an end user's browser to read this thread's
+        stream (which follows its runs) as ``GET /v1/threads/{thread_id}/stream?token=…``; see
+        ``client.runs.create_stream_token``."""
+        return self._stream_token(f"{self.path}/{thread_id}", ttl_seconds, origins)
