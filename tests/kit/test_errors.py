@@ -32,8 +32,17 @@ class TestRouting:
         assert_error(response, 404, "NOT_FOUND", operation_id="unknown")
         assert response.headers["x-ratelimit-limit"] == "1000"
 
-    async def test_unknown_unversioned_route_is_404(self, client: httpx.AsyncClient) -> None:
-        assert_error(await client.get("/nope"), 404, "NOT_FOUND", operation_id="unknown")
+    async def test_unknown_versioned_route_is_404(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+        assert_error(
+            await client.get("/v1/nope", headers=tenant.secret), 404, "NOT_FOUND", operation_id="unknown"
+        )
+
+    async def test_unversioned_paths_are_the_dashboards(self, client: httpx.AsyncClient) -> None:
+        """Outside /v1, /docs and the probes every path is the web dashboard's: its 404 is a page."""
+        response = await client.get("/nope")
+        assert response.status_code == 404
+        assert response.headers["content-type"].startswith("text/html")
+        assert "Not found" in response.text
 
     async def test_wrong_method_is_405_with_allow(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
         response = await client.put("/v1/me", headers=tenant.secret)
