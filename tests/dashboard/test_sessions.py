@@ -26,7 +26,7 @@ from threadline.dashboard.sessions import (
     lifetimes,
     open_session,
 )
-from threadline.dashboard.signin import ATTEMPTS_PER_ACCOUNT, ATTEMPTS_PER_ADDRESS
+from threadline.dashboard.passwords import ATTEMPTS_PER_ACCOUNT, ATTEMPTS_PER_ADDRESS
 from threadline.dashboard.tables import dashboard_sessions
 from threadline.kit.clock import ManualClock
 from threadline.runtime import Services
