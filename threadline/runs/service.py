@@ -4,7 +4,8 @@ together, and announces the events after it commits.
 
 Lock order, everywhere: the thread's row, then the run's, then (a run's end charges its usage) the
 organization's billing account. Claiming a run touches only the run (the run it claims already is its
-thread's active run), so no two transactions wait on each other in a cycle.
+thread's active run) and its organization's row, both taken with ``SKIP LOCKED`` (a claim never waits for a
+lock), so no two transactions wait on each other in a cycle.
 """
 
 from __future__ import annotations
