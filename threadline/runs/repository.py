@@ -150,13 +150,18 @@ _ADVANCE = (
 
 def _candidate(default_concurrency: int, passed: Collection[str]) -> sa.Select[str, str]:
     """The claimable queued run (see ``RunsAcrossOrganizations.claim_next``) and its organization, locked,
-    skipping runs another claimer holds and the organizations in ``passed``."""
+    skipping runs another claimer holds and the organizations in ``passed``.
+
+    Shaped for PostgreSQL's planner, as the fair order forbids stopping at the first claimable run: the
+    organizations at their cap are left out while queued runs are read (a hashed ``NOT IN``), before the
+    thread check, and that check reads only active runs, never the table's history."""
     other = runs.alias("other")
     blocked = (
         sa.select(other.c.id)
         .where(
             other.c.thread_id == runs.c.thread_id,
-            sa.or_(other.c.status == "running", sa.and_(other.c.status == "queued", other.c.id < runs.c.id)),
+            other.c.status.in_(ACTIVE),
+            sa.or_(other.c.status == "running", other.c.id < runs.c.id),
         )
         .exists()
     )
@@ -168,16 +173,16 @@ def _candidate(default_concurrency: int, passed: Collection[str]) -> sa.Select[s
         .group_by(live.c.organization_id)
         .subquery("running")
     )
+    full = (
+        sa.select(running.c.organization_id)
+        .join(organizations, organizations.c.id == running.c.organization_id)
+        .where(running.c.n >= sa.func.coalesce(organizations.c.run_concurrency, default_concurrency))
+    )
     count = sa.func.coalesce(running.c.n, 0)
     query = (
         sa.select(runs.c.id, runs.c.organization_id)
-        .join(organizations, organizations.c.id == runs.c.organization_id)
         .outerjoin(running, running.c.organization_id == runs.c.organization_id)
-        .where(
-            runs.c.status == "queued",
-            count < sa.func.coalesce(organizations.c.run_concurrency, default_concurrency),
-            ~blocked,
-        )
+        .where(runs.c.status == "queued", runs.c.organization_id.not_in(full), ~blocked)
         .order_by(count, runs.c.id)
         .limit(1)
         .with_for_update(of=runs, skip_locked=True)
