@@ -9,15 +9,18 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import httpx
+import pytest
 import sqlalchemy as sa
 
 from tests.runs.helpers import DONE, get_run, read_stream, start_run, types, wait_for_status
 from tests.support import Tenant, make_tenant, make_thread
 from threadline.app import create_app
 from threadline.config import Settings
+from threadline.kit.clock import utcnow
 from threadline.organizations.service import set_run_concurrency
 from threadline.runs.repository import RunsAcrossOrganizations
 from threadline.runs.service import cancel_run
@@ -130,6 +133,34 @@ async def test_an_operator_limit_applies_at_the_next_claim(
         assert sorted(await statuses(client, tenant, stuck)) == ["queued", "running", "running"]
     finally:
         await cancel_all(client, tenant, stuck)
+
+
+@pytest.mark.distributed
+async def test_concurrent_claims_never_exceed_an_organizations_concurrency(settings: Settings) -> None:
+    """Two claiming transactions at once on PostgreSQL (SQLite runs write transactions one at a time): the
+    second cannot see the first's uncommitted claim, and only the organization's row lock keeps it from
+    starting a second run of an organization allowed one."""
+    async with api(settings, run_execution="worker") as (client, services):  # nothing claims but the test
+        busy, idle = await make_tenant(services, "busy"), await make_tenant(services, "idle")
+        async with services.db.transaction() as conn:
+            await set_run_concurrency(conn, services.signals, busy.org_id, 1)
+        first, second = await start_on_new_threads(client, busy, 2, QUICK)
+        [other] = await start_on_new_threads(client, idle, 1, QUICK)
+        until = utcnow() + timedelta(seconds=30)
+        try:
+            async with services.db.transaction() as one:
+                claimed = await RunsAcrossOrganizations(one).claim_next("one", utcnow(), until, 4)
+                assert claimed is not None and claimed.id == first
+                async with services.db.transaction() as two:
+                    meanwhile = await RunsAcrossOrganizations(two).claim_next("two", utcnow(), until, 4)
+                    assert meanwhile is not None and meanwhile.id == other
+                    assert await RunsAcrossOrganizations(two).claim_next("two", utcnow(), until, 4) is None
+            async with services.db.transaction() as three:  # after both committed: still one at most
+                assert await RunsAcrossOrganizations(three).claim_next("three", utcnow(), until, 4) is None
+            assert await statuses(client, busy, [first, second]) == ["running", "queued"]
+        finally:
+            await cancel_all(client, busy, [first, second])
+            await cancel_all(client, idle, [other])
 
 
 async def test_a_run_executing_too_long_fails_with_run_timeout(settings: Settings) -> None:
