@@ -6,6 +6,7 @@ import json
 import signal
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -139,10 +140,10 @@ def test_two_workers_hold_an_organization_to_its_run_concurrency(
         running_worker(env),
         httpx.Client(base_url=api.api_url) as http,
     ):
-        stuck = []
-        for _ in range(6):
-            thread = post(http, "/v1/threads", tenant)["id"]
-            stuck.append(post(http, f"/v1/threads/{thread}/runs", tenant, input=STUCK)["id"])
+        threads = [post(http, "/v1/threads", tenant)["id"] for _ in range(6)]
+        with ThreadPoolExecutor(6) as pool:  # created at once, so both workers claim at once
+            created = pool.map(lambda t: post(http, f"/v1/threads/{t}/runs", tenant, input=STUCK), threads)
+            stuck = [run["id"] for run in created]
 
         def statuses() -> list[str]:
             found = (http.get(f"/v1/runs/{run}", headers=tenant.secret).json() for run in stuck)
