@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_RATE_LIMIT_PER_MINUTE = 1000
+MAX_RUN_CONCURRENCY = 1024
 
 
 class ModelPrice(BaseModel):
@@ -74,6 +75,11 @@ class Settings(BaseSettings):
     run_lease_seconds: float = Field(10.0, ge=0.5, le=300)
     # Runs one process executes at once (more wait, queued).
     max_concurrent_runs: int = Field(16, ge=1, le=1024)
+    # Runs of one organization executing at once, across every process, until an operator sets its own
+    # (`threadline orgs set-limit --concurrent-runs`): one organization cannot take every slot.
+    default_run_concurrency: int = Field(4, ge=1, le=MAX_RUN_CONCURRENCY)
+    # A run executing longer than this fails (RUN_TIMEOUT), so a slot is never held forever.
+    run_max_seconds: float = Field(3600.0, gt=0)
 
     # Billing: what a run's tokens cost, by model name (``openai/gpt-4o``), provider (``openai/*``) or ``*``;
     # JSON in the environment: THREADLINE_MODEL_PRICES='{"openai/*": {"input": 2.5, "output": 10}}'.

@@ -21,7 +21,7 @@ from threadline.billing import ledger
 from threadline.billing.prices import Prices
 from threadline.config import ModelPrice
 from threadline.kit.clock import utcnow
-from threadline.organizations.service import set_rate_limit
+from threadline.organizations.service import set_rate_limit, set_run_concurrency
 from threadline.runs.tables import runs
 from threadline.runtime import Services
 
@@ -189,6 +189,7 @@ class TestDebits:
         the balance."""
         async with services.db.transaction() as conn:
             await set_rate_limit(conn, services.signals, tenant.org_id, 100_000)
+            await set_run_concurrency(conn, services.signals, tenant.org_id, 16)  # the process's slots
         await grant(services, tenant, 1_000_000)
         threads = await asyncio.gather(*(make_thread(client, tenant) for _ in range(100)))
         runs = await asyncio.gather(

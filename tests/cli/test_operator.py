@@ -70,6 +70,15 @@ def test_init_serve_and_client_commands(empty_env: dict[str, str]) -> None:
         deadline = time.monotonic() + 1.0
         while httpx.get(f"{server.api_url}/v1/me", headers=secret).headers["x-ratelimit-limit"] != "4321":
             assert time.monotonic() < deadline, "set-limit not applied within 1 s"
+        assert httpx.get(f"{server.api_url}/v1/settings", headers=secret).json()["runConcurrency"] == 4
+        limits = ["--concurrent-runs", "7", "--requests-per-minute", "999"]
+        both = threadline("orgs", "set-limit", org_id, *limits, env=empty_env)
+        assert both.stdout.splitlines() == [
+            f"{org_id}: 999 requests per minute",
+            f"{org_id}: 7 runs executing at once",
+        ]
+        settings = httpx.get(f"{server.api_url}/v1/settings", headers=secret).json()
+        assert settings["runConcurrency"] == 7 and settings["rateLimit"] == {"requestsPerMinute": 999}
         assert server.stop(signal.SIGTERM) == 0
 
 
@@ -84,6 +93,14 @@ def test_operator_errors_are_clear(empty_env: dict[str, str]) -> None:
     assert unknown.returncode == 1 and "org_missing was not found" in unknown.stderr
     zero = threadline("orgs", "set-limit", "org_x", "--requests-per-minute", "0", env=empty_env, check=False)
     assert zero.returncode == 2
+    zero = threadline("orgs", "set-limit", "org_x", "--concurrent-runs", "0", env=empty_env, check=False)
+    assert zero.returncode == 2 and "--concurrent-runs" in zero.stderr
+    nothing = threadline("orgs", "set-limit", "org_x", env=empty_env, check=False)
+    assert nothing.returncode == 2 and "--concurrent-runs" in nothing.stderr
+    unknown = threadline(
+        "orgs", "set-limit", "org_missing", "--concurrent-runs", "5", env=empty_env, check=False
+    )
+    assert unknown.returncode == 1 and "org_missing was not found" in unknown.stderr
     client = threadline("keys", "list", env={**empty_env, "THREADLINE_API_KEY": ""}, check=False)
     assert client.returncode == 1 and "THREADLINE_API_KEY" in client.stderr
 

@@ -6,6 +6,7 @@ import json
 import signal
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -19,6 +20,8 @@ from threadline.config import Settings
 pytestmark = pytest.mark.distributed
 
 LEASE_SECONDS = 2
+# A run that holds its slot for the whole test: its first delta comes after a minute.
+STUCK = "#notools #delay=60000 #chunks=100000"
 
 
 def sse_events(response: httpx.Response) -> Iterator[Any]:
@@ -123,3 +126,39 @@ def test_a_run_whose_worker_dies_fails_within_the_lease(
         assert failed["status"] == "failed" and failed["error"]["code"] == "EXECUTOR_LOST"
         thread_now = http.get(f"{a.api_url}/v1/threads/{thread}", headers=tenant.secret).json()
         assert thread_now["activeRunId"] is None
+
+
+def test_two_workers_hold_an_organization_to_its_run_concurrency(
+    backend: Backend, settings: Settings, tenant: Tenant, other_tenant: Tenant
+) -> None:
+    """Each worker has 16 slots: only the count taken under the organization's row lock, in the claiming
+    transaction, keeps the two from starting more than 4 of one organization's runs between them."""
+    env = backend.env(settings)
+    with (
+        running_server(env) as api,
+        running_worker(env),
+        running_worker(env),
+        httpx.Client(base_url=api.api_url) as http,
+    ):
+        threads = [post(http, "/v1/threads", tenant)["id"] for _ in range(6)]
+        with ThreadPoolExecutor(6) as pool:  # created at once, so both workers claim at once
+            created = pool.map(lambda t: post(http, f"/v1/threads/{t}/runs", tenant, input=STUCK), threads)
+            stuck = [run["id"] for run in created]
+
+        def statuses() -> list[str]:
+            found = (http.get(f"/v1/runs/{run}", headers=tenant.secret).json() for run in stuck)
+            return sorted(run["status"] for run in found)
+
+        deadline = time.monotonic() + 15
+        while statuses().count("running") < 4:
+            assert time.monotonic() < deadline, statuses()
+            time.sleep(0.02)
+
+        started = time.monotonic()
+        thread = post(http, "/v1/threads", other_tenant)["id"]
+        quick = post(http, f"/v1/threads/{thread}/runs", other_tenant, input="#notools #chunks=3")
+        wait_for(http, f"/v1/runs/{quick['id']}", other_tenant, "completed", within=5)
+        assert time.monotonic() - started < 5
+        assert statuses() == ["queued"] * 2 + ["running"] * 4
+        for run in stuck:
+            http.post(f"/v1/runs/{run}/cancel", headers=tenant.secret)

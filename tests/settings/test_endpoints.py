@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from tests.support import Tenant, assert_error
+from threadline.organizations.service import set_run_concurrency
 from threadline.runtime import Services
 
 DEFAULTS = {
@@ -15,6 +16,7 @@ DEFAULTS = {
     "allowedOrigins": ["*"],
     "billingEnforced": False,
     "rateLimit": {"requestsPerMinute": 1000},
+    "runConcurrency": 4,
 }
 
 
@@ -69,14 +71,28 @@ class TestUpdate:
         assert_error(response, 400, "BAD_REQUEST", operation_id="settings.update", reason="VALIDATION_FAILED")
         assert (await client.get("/v1/settings", headers=tenant.secret)).json() == DEFAULTS
 
-    async def test_rate_limit_is_read_only(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
-        response = await client.patch(
-            "/v1/settings", headers=tenant.secret, json={"rateLimit": {"requestsPerMinute": 5}}
-        )
-        body = assert_error(
+    @pytest.mark.parametrize(
+        "body", [{"rateLimit": {"requestsPerMinute": 5}}, {"runConcurrency": 8}], ids=["rateLimit", "runs"]
+    )
+    async def test_operator_limits_are_read_only(
+        self, client: httpx.AsyncClient, tenant: Tenant, body: dict[str, object]
+    ) -> None:
+        response = await client.patch("/v1/settings", headers=tenant.secret, json=body)
+        error = assert_error(
             response, 400, "BAD_REQUEST", operation_id="settings.update", reason="READ_ONLY_FIELD"
         )
-        assert "orgs set-limit" in str(body["message"])
+        message = str(error["message"])
+        assert message.startswith(next(iter(body))) and "orgs set-limit" in message
+        assert (await client.get("/v1/settings", headers=tenant.secret)).json() == DEFAULTS
+
+    async def test_run_concurrency_shows_the_operators_value(
+        self, client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant, services: Services
+    ) -> None:
+        async with services.db.transaction() as conn:
+            await set_run_concurrency(conn, services.signals, tenant.org_id, 9)
+        response = await client.get("/v1/settings", headers=tenant.secret)
+        assert response.json() == {**DEFAULTS, "runConcurrency": 9}
+        assert (await client.get("/v1/settings", headers=other_tenant.secret)).json() == DEFAULTS
 
     async def test_partial_update_is_isolated_per_organization(
         self, client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant

@@ -39,7 +39,20 @@ async def create_organization(conn: Conn, name: str) -> NewOrganization:
 async def set_rate_limit(
     conn: Conn, signals: SignalBus, organization_id: str, per_minute: int
 ) -> Organization:
-    if not await OrganizationRepository(conn).update(organization_id, {"rate_limit_per_minute": per_minute}):
+    return await _set_limit(conn, signals, organization_id, {"rate_limit_per_minute": per_minute})
+
+
+async def set_run_concurrency(
+    conn: Conn, signals: SignalBus, organization_id: str, concurrent_runs: int
+) -> Organization:
+    """Executors read it from the row at each claim, so the next claim anywhere applies it."""
+    return await _set_limit(conn, signals, organization_id, {"run_concurrency": concurrent_runs})
+
+
+async def _set_limit(
+    conn: Conn, signals: SignalBus, organization_id: str, values: dict[str, object]
+) -> Organization:
+    if not await OrganizationRepository(conn).update(organization_id, values):
         raise NotFound(f"Organization {organization_id} was not found.")
 
     async def announce() -> None:

@@ -9,6 +9,11 @@ dies stops renewing, and any executor (the reaper runs in every process but ``se
 not) ends its runs ``failed`` with an ``error`` event once the lease has lapsed, so their streams end with
 ``[DONE]``. Cancellation arrives as ``runs.cancelled`` and stops the run's task at once; a renewal that finds
 the run no longer held (the signal was lost) stops it too.
+
+Slots are shared fairly: besides this process's ``max_concurrent_runs``, each organization has at most its
+``run_concurrency`` runs executing across every process, and the claim prefers the organization with the
+fewest running (``RunsAcrossOrganizations.claim_next``), so one organization's queue never holds every slot;
+and a run executing longer than ``run_max_seconds`` fails ``RUN_TIMEOUT``, so no slot is held forever.
 """
 
 from __future__ import annotations
@@ -127,7 +132,9 @@ class RunExecutor:
     async def _claim_all(self) -> None:
         while not self._stopping and len(self._running) < self._settings.max_concurrent_runs:
             async with self._db.transaction() as conn:
-                claimed = await service.claim(conn, self.owner, utcnow() + self._lease)
+                claimed = await service.claim(
+                    conn, self.owner, utcnow() + self._lease, self._settings.default_run_concurrency
+                )
             if claimed is None:
                 return
             run, started = claimed
@@ -186,23 +193,29 @@ class RunExecutor:
             event_count=run.event_count,
         )
         outcome: _Outcome = ("completed", None)
+        limit = self._settings.run_max_seconds
+        deadline = asyncio.timeout(limit)  # from the claim: a run is never claimed twice
         try:
-            try:
-                model = self._models.get(run.model)
-            except ValueError as error:  # a setting that named a model no provider serves
-                raise ModelError("MODEL_ERROR", str(error)) from error
-            history = await self._history(run)
-            await run_agent(model, ToolContext(self._db, self._search, recorder), history)
-            await recorder.flush()
+            async with deadline:
+                try:
+                    model = self._models.get(run.model)
+                except ValueError as error:  # a setting that named a model no provider serves
+                    raise ModelError("MODEL_ERROR", str(error)) from error
+                history = await self._history(run)
+                await run_agent(model, ToolContext(self._db, self._search, recorder), history)
+                await recorder.flush()
         except ModelError as error:
             outcome = ("failed", (error.code, error.message))
         except RunAborted:
             outcome = None
         except asyncio.CancelledError:
             outcome = None if run.id in self._cancelled else ("failed", _STOPPED)
-        except Exception:
-            log.exception("run %s failed unexpectedly", run.id)
-            outcome = ("failed", ("INTERNAL_ERROR", "The run failed unexpectedly."))
+        except Exception as error:
+            if isinstance(error, TimeoutError) and deadline.expired():  # ours, not one escaping from inside
+                outcome = ("failed", ("RUN_TIMEOUT", f"The run executed for longer than {limit:g} s."))
+            else:
+                log.exception("run %s failed unexpectedly", run.id)
+                outcome = ("failed", _INTERNAL)
         finally:
             await _uncancellable(self._finish(run, recorder, outcome))
 
@@ -240,6 +253,7 @@ async def _uncancellable(ending: Coroutine[Any, Any, None]) -> None:
 
 # How a run's execution ended: its status and error, or None when it already ended elsewhere.
 _Outcome = tuple[Status, tuple[str, str] | None] | None
+_INTERNAL = ("INTERNAL_ERROR", "The run failed unexpectedly.")
 _STOPPED = ("EXECUTOR_STOPPED", "The process executing the run shut down before the run ended.")
 
 

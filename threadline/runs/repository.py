@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from threadline.kit.db import Conn
 from threadline.kit.ids import floor_id
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
+from threadline.organizations.tables import organizations
 from threadline.runs.tables import runs
 from threadline.threads.tables import threads
 
@@ -185,6 +186,50 @@ _ADVANCE = (
 )
 
 
+def _candidate(default_concurrency: int, passed: Collection[str]) -> sa.Select[str, str]:
+    """The claimable queued run (see ``RunsAcrossOrganizations.claim_next``) and its organization, locked,
+    skipping runs another claimer holds and the organizations in ``passed``.
+
+    Shaped for PostgreSQL's planner, as the fair order forbids stopping at the first claimable run: the
+    organizations at their cap are left out while queued runs are read (a hashed ``NOT IN``), before the
+    thread check, and that check reads only active runs, never the table's history."""
+    other = runs.alias("other")
+    blocked = (
+        sa.select(other.c.id)
+        .where(
+            other.c.thread_id == runs.c.thread_id,
+            other.c.status.in_(ACTIVE),
+            sa.or_(other.c.status == "running", other.c.id < runs.c.id),
+        )
+        .exists()
+    )
+    # Running runs are few (at most the executors' slots), so counting them all is cheap.
+    live = runs.alias("live")
+    running = (
+        sa.select(live.c.organization_id, sa.func.count().label("n"))
+        .where(live.c.status == "running")
+        .group_by(live.c.organization_id)
+        .subquery("running")
+    )
+    full = (
+        sa.select(running.c.organization_id)
+        .join(organizations, organizations.c.id == running.c.organization_id)
+        .where(running.c.n >= sa.func.coalesce(organizations.c.run_concurrency, default_concurrency))
+    )
+    count = sa.func.coalesce(running.c.n, 0)
+    query = (
+        sa.select(runs.c.id, runs.c.organization_id)
+        .outerjoin(running, running.c.organization_id == runs.c.organization_id)
+        .where(runs.c.status == "queued", runs.c.organization_id.not_in(full), ~blocked)
+        .order_by(count, runs.c.id)
+        .limit(1)
+        .with_for_update(of=runs, skip_locked=True)
+    )
+    if passed:
+        query = query.where(runs.c.organization_id.not_in(list(passed)))
+    return query
+
+
 class RunsAcrossOrganizations:
     """Runs named by id alone, whichever organization holds them: the executor's claims, leases, events
     and reaping (it serves every organization), and the writes of a run's status, made after the caller
@@ -250,31 +295,39 @@ class RunsAcrossOrganizations:
         result = await self._conn.execute(_ADVANCE, parameters)
         return result.scalar_one_or_none()
 
-    async def claim_next(self, owner: str, now: datetime, lease_until: datetime) -> Run | None:
-        """The oldest queued run whose thread has no running run and no older queued run, marked as held by
-        ``owner``, with one event number taken (its ``run_started``). On PostgreSQL concurrent claimers skip
-        each other's candidates (``SKIP LOCKED``)."""
-        other = runs.alias("other")
-        blocked = (
-            sa.select(other.c.id)
-            .where(
-                other.c.thread_id == runs.c.thread_id,
-                sa.or_(
-                    other.c.status == "running", sa.and_(other.c.status == "queued", other.c.id < runs.c.id)
-                ),
-            )
-            .exists()
-        )
-        candidate = (
-            sa.select(runs.c.id)
-            .where(runs.c.status == "queued", ~blocked)
-            .order_by(runs.c.id)
-            .limit(1)
-            .with_for_update(skip_locked=True)
-        )
-        run_id = (await self._conn.execute(candidate)).scalar_one_or_none()
-        if run_id is None:
-            return None
+    async def claim_next(
+        self, owner: str, now: datetime, lease_until: datetime, default_concurrency: int
+    ) -> Run | None:
+        """The next run to start, marked as held by ``owner``, with one event number taken (its
+        ``run_started``); None when no queued run may start.
+
+        A queued run may start when its thread has no running run and no older queued run, and its
+        organization has fewer runs running (in every process) than its ``run_concurrency`` (NULL:
+        ``default_concurrency``). Among those, the organization with the fewest running runs goes first,
+        then the oldest run: when slots are scarce, an organization that has none gets the next one
+        whatever another has queued.
+
+        The per-organization cap must hold with several workers claiming at once, each in its own
+        transaction under READ COMMITTED: two claimers both counting 3 of 4 would both start a fourth.
+        So the count that decides is taken again after locking the organization's row (``FOR NO KEY
+        UPDATE``, which run inserts' foreign-key share locks do not conflict with), by a statement whose
+        snapshot follows the lock: every claimer of the organization holds that lock until it commits,
+        so the recount sees every claim committed before and none can slip in after. The lock is taken
+        with ``SKIP LOCKED``, like the run's own: a claimer never waits for another (two claimers each
+        holding one organization and wanting the other's cannot deadlock); it tries the next
+        organization, and the one holding the lock goes on claiming that organization's runs. Rows were
+        chosen from the statement's snapshot, so an organization found full (or busy) on the recount is
+        set aside and the choice made again. On SQLite the write transaction already runs alone, so the
+        locks are not needed (SQLAlchemy leaves them out) and the first choice always stands."""
+        passed: set[str] = set()
+        while True:
+            picked = (await self._conn.execute(_candidate(default_concurrency, passed))).mappings().first()
+            if picked is None:
+                return None
+            run_id, organization_id = picked["id"], picked["organization_id"]
+            if await self._has_room(organization_id, default_concurrency):
+                break
+            passed.add(organization_id)
         # One UPDATE, numbering the run_started event too: on PostgreSQL a second UPDATE of a row this
         # transaction already updated re-checks its foreign keys, share-locking the thread's row while holding
         # the run's, the reverse of a cancel's order (measured: a deadlock with interrupt).
@@ -290,6 +343,23 @@ class RunsAcrossOrganizations:
             )
         )
         return await self.get(run_id)
+
+    async def _has_room(self, organization_id: str, default_concurrency: int) -> bool:
+        """Whether the organization may start one more run, counted under its row's lock (see
+        ``claim_next``); False also when another claimer holds that lock."""
+        limit: int | None = (
+            await self._conn.execute(
+                sa.select(sa.func.coalesce(organizations.c.run_concurrency, default_concurrency))
+                .where(organizations.c.id == organization_id)
+                .with_for_update(key_share=True, skip_locked=True)
+            )
+        ).scalar_one_or_none()
+        if limit is None:
+            return False
+        running = sa.select(sa.func.count()).where(
+            runs.c.organization_id == organization_id, runs.c.status == "running"
+        )
+        return int((await self._conn.execute(running)).scalar_one()) < limit
 
     async def renew_leases(self, owner: str, run_ids: Collection[str], until: datetime) -> set[str]:
         """Extends ``owner``'s leases on ``run_ids`` (the runs it has a live task for: a run held without one,

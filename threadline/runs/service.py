@@ -4,7 +4,8 @@ together, and announces the events after it commits.
 
 Lock order, everywhere: the thread's row, then the run's, then (a run's end charges its usage) the
 organization's billing account. Claiming a run touches only the run (the run it claims already is its
-thread's active run), so no two transactions wait on each other in a cycle.
+thread's active run) and its organization's row, both taken with ``SKIP LOCKED`` (a claim never waits for a
+lock), so no two transactions wait on each other in a cycle.
 """
 
 from __future__ import annotations
@@ -291,10 +292,14 @@ def _event(run: Run, offset: int, type_: str, payload: dict[str, Any], at: datet
     return events.render(run.id, run.thread_id, run.event_count + offset, type_, payload, at)
 
 
-async def claim(conn: Conn, owner: str, lease_until: datetime) -> tuple[Run, Event] | None:
-    """The next claimable run, now running and held by ``owner``, with its ``run_started`` event written."""
+async def claim(
+    conn: Conn, owner: str, lease_until: datetime, default_concurrency: int
+) -> tuple[Run, Event] | None:
+    """The next claimable run (fairly across organizations, each within its run concurrency, whose
+    default is ``default_concurrency``), now running and held by ``owner``, with its ``run_started``
+    event written."""
     now = utcnow()
-    run = await RunsAcrossOrganizations(conn).claim_next(owner, now, lease_until)
+    run = await RunsAcrossOrganizations(conn).claim_next(owner, now, lease_until, default_concurrency)
     if run is None:
         return None
     started = _event(run, 0, "run_started", {"model": run.model}, now)  # numbered by the claim

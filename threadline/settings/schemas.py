@@ -48,6 +48,9 @@ class SettingsUpdate(RequestModel):
     rate_limit: Any = Field(
         None, description="Read-only: an operator changes it with `threadline orgs set-limit`."
     )
+    run_concurrency: Any = Field(
+        None, description="Read-only: an operator changes it with `threadline orgs set-limit`."
+    )
 
 
 class SettingsOut(ResponseModel):
@@ -57,3 +60,7 @@ class SettingsOut(ResponseModel):
     allowed_origins: list[str]
     billing_enforced: bool
     rate_limit: RateLimitOut = Field(description="Read-only.")
+    run_concurrency: int = Field(
+        description="Read-only: the organization's runs executing at once (across every process); the "
+        "others wait, queued."
+    )

@@ -22,6 +22,7 @@ from threadline.settings.schemas import SettingsOut
 DEFAULT_MODEL = "offline/scripted"
 DEFAULT_LOG_RETENTION_DAYS = 30
 DEFAULT_ALLOWED_ORIGINS = ("*",)
+_READ_ONLY = ("rate_limit", "run_concurrency")
 _NOT_NULL = ("default_model", "log_retention_days", "allowed_origins", "billing_enforced")
 
 
@@ -35,6 +36,7 @@ def effective(org: Organization, config: Settings) -> SettingsOut:
         rate_limit=RateLimitOut(
             requests_per_minute=org.rate_limit_per_minute or config.default_rate_limit_per_minute
         ),
+        run_concurrency=org.run_concurrency or config.default_run_concurrency,
     )
 
 
@@ -53,11 +55,12 @@ async def update_settings(
     changes: Mapping[str, Any],
 ) -> SettingsOut:
     """``changes`` holds only the fields the client sent."""
-    if "rate_limit" in changes:
-        raise BadRequest(
-            "rateLimit is read-only; an operator changes it with `threadline orgs set-limit`.",
-            reason=Reason.READ_ONLY_FIELD,
-        )
+    for name in _READ_ONLY:
+        if name in changes:
+            raise BadRequest(
+                f"{to_camel(name)} is read-only; an operator changes it with `threadline orgs set-limit`.",
+                reason=Reason.READ_ONLY_FIELD,
+            )
     for name in _NOT_NULL:
         if name in changes and changes[name] is None:
             raise BadRequest(f"{to_camel(name)} cannot be null.", reason=Reason.VALIDATION_FAILED)
