@@ -19,6 +19,7 @@ from tests.dashboard.support import Dashboard, Member, csrf_in
 from tests.support import threadline
 from threadline.chores import Chores
 from threadline.config import Settings
+from threadline.dashboard.passwords import ATTEMPTS_PER_ACCOUNT, ATTEMPTS_PER_ADDRESS
 from threadline.dashboard.sessions import (
     SessionSweeper,
     find_session,
@@ -26,7 +27,6 @@ from threadline.dashboard.sessions import (
     lifetimes,
     open_session,
 )
-from threadline.dashboard.passwords import ATTEMPTS_PER_ACCOUNT, ATTEMPTS_PER_ADDRESS
 from threadline.dashboard.tables import dashboard_sessions
 from threadline.kit.clock import ManualClock
 from threadline.runtime import Services
