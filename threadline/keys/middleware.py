@@ -84,12 +84,16 @@ class AccessMiddleware:
             return
         services = self.runtime.services
         bearer = secret_header = public_header = content_length = None
+        repeated = False  # a credential header sent twice with different values
         for name, value in scope["headers"]:
             if name == b"authorization":
+                repeated |= bearer is not None and bearer != value
                 bearer = value
             elif name == b"x-service-secret-key":
+                repeated |= secret_header is not None and secret_header != value
                 secret_header = value
             elif name == b"x-service-key":
+                repeated |= public_header is not None and public_header != value
                 public_header = value
             elif name == b"content-length":
                 content_length = value
@@ -112,6 +116,16 @@ class AccessMiddleware:
                 if scope["path"] in self.public_paths:
                     await self.limit_anonymously(scope)
                 else:
+                    if repeated or (
+                        (bearer is not None) + (secret_header is not None) + (public_header is not None) > 1
+                        and _different_keys(bearer, secret_header, public_header)
+                    ):
+                        await self.limit_anonymously(scope)
+                        raise BadRequest(
+                            "More than one credential was sent, naming different keys: send one key, in "
+                            f"the {self.missing_header} header.",
+                            reason=Reason.AMBIGUOUS_CREDENTIAL,
+                        )
                     principal = await self._authenticate(scope, bearer, secret_header, public_header)
                     decision = await services.limiter.hit(self.buckets(principal))
                     scope[RATE_LIMIT_SCOPE_KEY] = decision.headers()
@@ -212,6 +226,16 @@ async def limit_by_address(services: AccessServices, scope: Scope, surface: Surf
     scope[RATE_LIMIT_SCOPE_KEY] = decision.headers()
     if not decision.allowed:
         raise TooManyRequests(decision.retry_after)
+
+
+def _different_keys(bearer: bytes | None, secret_header: bytes | None, public_header: bytes | None) -> bool:
+    """Whether the credential headers sent name more than one key (the same key twice is harmless; which
+    of two different keys was meant is not ours to guess)."""
+    keys = {header.strip() for header in (secret_header, public_header) if header is not None}
+    if bearer is not None:
+        scheme, _, value = bearer.strip().partition(b" ")
+        keys.add(value.strip() if scheme.lower() == b"bearer" else bearer.strip())
+    return len(keys) > 1
 
 
 def _too_large(limit: int) -> str:

@@ -34,6 +34,7 @@ UNKNOWN_OPERATION = "unknown"
 class Reason(StrEnum):
     """Every machine-readable sub-code an error body's ``reason`` may hold; stable, unlike ``message``."""
 
+    AMBIGUOUS_CREDENTIAL = "AMBIGUOUS_CREDENTIAL"
     DEPENDENCY_DOWN = "DEPENDENCY_DOWN"
     INSUFFICIENT_CREDITS = "INSUFFICIENT_CREDITS"
     INVALID_CURSOR = "INVALID_CURSOR"
