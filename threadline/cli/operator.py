@@ -240,13 +240,21 @@ def list_orgs(json_output: Annotated[bool, typer.Option("--json")] = False) -> N
 
 def set_limit(
     org_id: Annotated[str, typer.Argument(help="Organization id (org_…).")],
-    requests_per_minute: Annotated[int, typer.Option("--requests-per-minute", min=1, max=10_000_000)],
+    requests_per_minute: Annotated[
+        int | None, typer.Option("--requests-per-minute", min=1, max=10_000_000)
+    ] = None,
+    streams: Annotated[
+        int | None,
+        typer.Option("--streams", min=1, max=1_000_000, help="Streams open at once, per server process."),
+    ] = None,
 ) -> None:
-    """Raise or lower an organization's rate limit; running servers apply it at once."""
+    """Raise or lower an organization's limits; running servers apply them at once."""
     from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
     from threadline.organizations import service as org_service
     from threadline.runtime import connect_redis
 
+    if requests_per_minute is None and streams is None:
+        fail("name a limit to set: --requests-per-minute N or --streams N", code=2)
     settings = _settings()
 
     async def work(db: Database) -> None:
@@ -256,13 +264,19 @@ def set_limit(
         )
         try:
             async with db.transaction() as conn:
-                await org_service.set_rate_limit(conn, signals, org_id, requests_per_minute)
+                if requests_per_minute is not None:
+                    await org_service.set_rate_limit(conn, signals, org_id, requests_per_minute)
+                if streams is not None:
+                    await org_service.set_stream_limit(conn, signals, org_id, streams)
         finally:
             if redis is not None:
                 await redis.aclose()
 
     _run(settings, work)
-    typer.echo(f"{org_id}: {requests_per_minute} requests per minute")
+    if requests_per_minute is not None:
+        typer.echo(f"{org_id}: {requests_per_minute} requests per minute")
+    if streams is not None:
+        typer.echo(f"{org_id}: {streams} open streams per process")
 
 
 _MAX_GRANT = 1_000_000_000_000

@@ -26,6 +26,7 @@ class Organization:
     log_retention_days: int | None = None
     allowed_origins: tuple[str, ...] | None = None
     billing_enforced: bool = False
+    stream_limit: int | None = None
 
 
 def columns(prefix: str = "") -> list[sa.Label[object]]:
@@ -45,6 +46,7 @@ def from_row(row: sa.RowMapping, prefix: str = "") -> Organization:
         log_retention_days=row[prefix + "log_retention_days"],
         allowed_origins=None if origins is None else tuple(origins),
         billing_enforced=bool(row[prefix + "billing_enforced"]),
+        stream_limit=row[prefix + "stream_limit"],
     )
 
 

@@ -10,6 +10,8 @@ organizations = sa.Table(
     sa.Column("name", sa.String(200), nullable=False),
     # NULL means the configured default; set by an operator (`threadline orgs set-limit`).
     sa.Column("rate_limit_per_minute", sa.Integer, nullable=True),
+    # Open streams at once per process; NULL means the configured default (`set-limit --streams`).
+    sa.Column("stream_limit", sa.Integer, nullable=True),
     # Settings (PATCH /v1/settings). NULL means the documented default, so defaults can evolve.
     sa.Column("default_model", sa.String(200), nullable=True),
     sa.Column("instructions", sa.Text, nullable=True),

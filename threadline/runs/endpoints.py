@@ -8,7 +8,7 @@ from typing import Annotated, Any, Protocol
 from fastapi import APIRouter, Depends, Header, Query, Request
 
 from threadline.billing.prices import Prices
-from threadline.keys.auth import principal_of
+from threadline.keys.auth import StreamSlot, principal_of
 from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
@@ -117,6 +117,7 @@ async def cancel_run(runId: str, request: Request, conn: ConnDep, services: Serv
 async def stream_run(
     runId: str,
     request: Request,
+    _slot: StreamSlot,
     conn: ConnDep,
     services: ServicesDep,
     cursor: StreamCursor = None,
@@ -139,6 +140,7 @@ async def stream_run(
 async def stream_thread(
     threadId: str,
     request: Request,
+    _slot: StreamSlot,
     conn: ConnDep,
     services: ServicesDep,
     cursor: StreamCursor = None,

@@ -1,19 +1,28 @@
-"""The live tail: ``GET /v1/logs/stream``.
+"""The live tail: ``GET /v1/logs/stream``, one shared feed per organization and filter per process.
 
-A tail reads the records committed after its position, sends them, and sleeps until the writer of any
-process announces a commit for its organization (``logs.appended``, over Redis in the distributed shape),
-for a second at most (a lost signal costs a second, never a record). Ids follow commit order
-(``telemetry.writer``) and the stream opens with its starting position, so "after my position" is exact:
-nothing is skipped, nothing sent twice, across reconnects too.
+A commit for an organization (``logs.appended``, over Redis in the distributed shape) marks its feeds
+stale; each feed then reads the records committed after its head once, and every tail following it takes
+the new frames from the feed's list, as run streams take theirs from a run's feed (``runs.feeds``). A
+thousand tails of one organization with the same filters cost one read per commit, not a thousand, and no
+tail polls: the feed alone looks again once a second while quiet (a lost signal costs a second, never a
+record). The feeds of one organization read one at a time, so an organization tailing with many different
+filters queues behind itself instead of taking the process.
+
+Ids follow commit order (``telemetry.writer``), so positions are exact. A feed holds every match in
+(``floor``, ``head``]; a tail at or past ``floor`` sends what the feed holds after its position, and a
+tail behind it (it resumed from far back, or it was too slow and the feed dropped what it had not sent)
+reads alone until it has caught up. The stream opens with its starting position, so nothing is skipped
+and nothing sent twice, across reconnects too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections import defaultdict
+from bisect import bisect_right
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Database
@@ -22,75 +31,219 @@ from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING, frame, position
 from threadline.kit.waiting import wait_event
 from threadline.telemetry.repository import LogFilters, LogRepository, position_before
+from threadline.telemetry.schemas import LogRecordOut
 from threadline.telemetry.writer import LOGS_APPENDED
 
-# Without a signal (a lost pub/sub message) a tail still looks again this often.
+log = logging.getLogger(__name__)
+
+# Without a signal (a lost pub/sub message) a feed still looks again this often.
 _POLL_SECONDS = 1.0
 # A group commit that began before `until` may still be committing just after it.
 _UNTIL_GRACE = timedelta(seconds=1)
+# Frames a feed keeps for tails that are behind; past twice this it drops the older half.
+_KEEP_FRAMES = 2_000
+# Commit marks remembered to drop the second copy of a signal (it follows the first within milliseconds).
+_HEARD_MARKS = 4_096
+
+
+def _frame(record: LogRecordOut) -> bytes:
+    fields = record.model_dump(mode="json", by_alias=True)
+    return frame(encode_cursor(record.id), {"type": "log_record", **fields})
+
+
+class _Feed:
+    def __init__(self, filters: LogFilters, start: str) -> None:
+        self.filters = filters
+        self.head = start  # every record up to here has been examined
+        self.floor = start  # every match after here and up to head is in frames
+        self.ids: list[str] = []
+        self.frames: list[bytes] = []
+        self.loaded = asyncio.Event()
+        self.changed = asyncio.Event()  # pulsed: set and cleared at once, waking every waiting tail
+        self.stale = asyncio.Event()
+        self.read_began: datetime | None = None  # when the latest completed read started
+        self.heard_at = time.monotonic()
+        self.clients = 0
+        self.task: asyncio.Task[None] | None = None
+
+    def extend(self, records: list[LogRecordOut], head: str) -> None:
+        for record in records:
+            self.ids.append(record.id)
+            self.frames.append(_frame(record))
+        self.head = head
+        if len(self.frames) > 2 * _KEEP_FRAMES:
+            cut = len(self.frames) - _KEEP_FRAMES
+            self.floor = self.ids[cut - 1]
+            del self.ids[:cut], self.frames[:cut]
+
+    def pulse(self) -> None:
+        self.changed.set()
+        self.changed.clear()
+
+
+class _Organization:
+    """An organization's feeds, and its turn to read: its feeds read one at a time."""
+
+    def __init__(self) -> None:
+        self.feeds: dict[LogFilters, _Feed] = {}
+        self.turn = asyncio.Lock()
 
 
 class LogTails:
-    """Wakes the tails of an organization when its records are committed, and ends them all at shutdown."""
+    """The process's feeds; wakes them when their organization's records are committed, and ends every
+    tail at shutdown. ``feed_reads`` and ``catch_up_reads`` count the reads (shared and alone)."""
 
     def __init__(self, signals: SignalBus) -> None:
-        self._waiting: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
+        self._organizations: dict[str, _Organization] = {}
         self.closed = asyncio.Event()
+        self._heard: dict[str, None] = {}  # recent commit marks, oldest first
+        self.feed_reads = 0
+        self.catch_up_reads = 0
         signals.subscribe(self._on_signal)
 
     def _on_signal(self, topic: str, payload: str) -> None:
         if topic == LOGS_APPENDED:
-            for event in self._waiting.get(payload, ()):
-                event.set()
+            organization_id, _, mark = payload.partition(" ")
+            if mark in self._heard:  # the second copy a publisher hears on Redis
+                del self._heard[mark]
+                return
+            if mark:
+                self._heard[mark] = None
+                if len(self._heard) > _HEARD_MARKS:
+                    del self._heard[next(iter(self._heard))]
+            organization = self._organizations.get(organization_id)
+            if organization is not None:
+                for feed in organization.feeds.values():
+                    feed.stale.set()
         elif topic == RESET:
-            for events in self._waiting.values():
-                for event in events:
-                    event.set()
+            for organization in self._organizations.values():
+                for feed in organization.feeds.values():
+                    feed.stale.set()
 
     def close(self) -> None:
         self.closed.set()
-        for events in self._waiting.values():
-            for event in events:
-                event.set()
+        for organization in self._organizations.values():
+            for feed in organization.feeds.values():
+                feed.changed.set()
+
+    @property
+    def followed(self) -> int:
+        """Feeds open in this process (one per organization and distinct filters)."""
+        return sum(len(organization.feeds) for organization in self._organizations.values())
 
     async def follow(
         self, db: Database, organization_id: str, filters: LogFilters, after_id: str | None
     ) -> AsyncIterator[bytes]:
         """Frames of matching records after ``after_id`` (or from now), as they are committed."""
-        woken = asyncio.Event()
-        self._waiting[organization_id].add(woken)
-        try:
-            if after_id is None:
+        if after_id is None:
+            shared = self._organizations.get(organization_id)
+            feed = None if shared is None else shared.feeds.get(filters)
+            if feed is not None and feed.loaded.is_set():
+                after_id = feed.head  # examined already: "from now" without a read of its own
+            else:
                 async with db.transaction(write=False) as conn:
                     newest = await LogRepository(conn, organization_id).newest_id()
                 after_id = newest or position_before(utcnow())
+        # From here to the `try`, nothing awaits: the feed cannot be dropped before this tail counts.
+        organization = self._organizations.get(organization_id)
+        if organization is None:
+            organization = self._organizations[organization_id] = _Organization()
+        feed = organization.feeds.get(filters)
+        if feed is None:
+            feed = organization.feeds[filters] = _Feed(filters, after_id)
+            feed.task = asyncio.create_task(
+                self._maintain(db, organization_id, organization, feed), name="log-feed"
+            )
+        feed.clients += 1
+        try:
             # The starting position first, as a frame without data: a client that reconnects before any
             # record arrived resumes from here (an EventSource keeps it as its Last-Event-ID) instead of
             # from "now" again, which would skip what was committed while it was away.
             yield position(encode_cursor(after_id))
-            last_sent = time.monotonic()
-            while not self.closed.is_set():
-                woken.clear()
+            async for chunk in self._tail(db, organization_id, feed, after_id):
+                yield chunk
+        finally:
+            self._leave(organization_id, organization, feed)
+
+    async def _tail(self, db: Database, organization_id: str, feed: _Feed, at: str) -> AsyncIterator[bytes]:
+        until = feed.filters.until
+        last_sent = time.monotonic()
+        while not self.closed.is_set():
+            if not feed.loaded.is_set():
+                # Heartbeats while the first read waits (the database may be away).
+                if not await wait_event(feed.loaded, HEARTBEAT_SECONDS):
+                    yield PING
+                continue
+            if at < feed.floor:  # behind what the feed holds: catch up alone, in bounded steps
+                self.catch_up_reads += 1
                 async with db.transaction(write=False) as conn:
-                    records, after_id = await LogRepository(conn, organization_id).after(filters, after_id)
-                for record in records:
-                    fields = record.model_dump(mode="json", by_alias=True)
-                    yield frame(encode_cursor(record.id), {"type": "log_record", **fields})
+                    records, at, _ = await LogRepository(conn, organization_id).after(feed.filters, at)
                 if records:
                     last_sent = time.monotonic()
-                    continue
-                if filters.until is not None and utcnow() >= filters.until + _UNTIL_GRACE:
-                    yield DONE  # nothing received before `until` can still arrive
-                    return
-                await wait_event(woken, _POLL_SECONDS)
-                # By the clock, not by wake-ups: an organization busy with records this tail filters out
-                # wakes it constantly, and its connection must still see a heartbeat.
-                if time.monotonic() - last_sent >= HEARTBEAT_SECONDS:
-                    last_sent = time.monotonic()
-                    yield PING
-        finally:
-            events = self._waiting.get(organization_id)
-            if events is not None:
-                events.discard(woken)
-                if not events:
-                    del self._waiting[organization_id]
+                    yield b"".join(_frame(record) for record in records)
+                elif at < feed.floor:
+                    # Nothing was committed after this position: the feed's start is as good a place.
+                    at = feed.floor
+                continue
+            start = bisect_right(feed.ids, at)
+            if start < len(feed.ids):
+                chunk = b"".join(feed.frames[start:])
+                at = feed.ids[-1]
+                last_sent = time.monotonic()
+                yield chunk
+                continue
+            at = max(at, feed.head)
+            if until is not None and feed.read_began is not None and feed.read_began >= until + _UNTIL_GRACE:
+                yield DONE  # nothing received before `until` can still arrive
+                return
+            await wait_event(feed.changed, max(0.0, last_sent + HEARTBEAT_SECONDS - time.monotonic()))
+            # By the clock, not by wake-ups: the connection must see a heartbeat however often it wakes.
+            if time.monotonic() - last_sent >= HEARTBEAT_SECONDS:
+                last_sent = time.monotonic()
+                yield PING
+
+    def _leave(self, organization_id: str, organization: _Organization, feed: _Feed) -> None:
+        feed.clients -= 1
+        if feed.clients == 0:
+            del organization.feeds[feed.filters]
+            if feed.task is not None:
+                feed.task.cancel()
+        if not organization.feeds and self._organizations.get(organization_id) is organization:
+            del self._organizations[organization_id]
+
+    async def _maintain(
+        self, db: Database, organization_id: str, organization: _Organization, feed: _Feed
+    ) -> None:
+        """Reads once at once, then once per wake-up: a commit's signal, or a quiet second."""
+        while True:
+            try:
+                if feed.loaded.is_set():
+                    await wait_event(feed.stale, _POLL_SECONDS)
+                    if not feed.stale.is_set() and time.monotonic() - feed.heard_at < _POLL_SECONDS:
+                        continue
+                async with organization.turn:
+                    await self._read(db, organization_id, feed)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the database is unreachable: tails wait, and the feed retries
+                log.warning("a log feed of %s could not read; retrying", organization_id, exc_info=True)
+                await asyncio.sleep(_POLL_SECONDS)
+
+    async def _read(self, db: Database, organization_id: str, feed: _Feed) -> None:
+        feed.stale.clear()
+        began = utcnow()
+        more = True
+        added = False
+        while more:
+            self.feed_reads += 1
+            async with db.transaction(write=False) as conn:
+                records, head, more = await LogRepository(conn, organization_id).after(
+                    feed.filters, feed.head
+                )
+            feed.extend(records, head)
+            added = added or bool(records)
+        feed.heard_at = time.monotonic()
+        feed.read_began = began
+        feed.loaded.set()
+        if added or feed.filters.until is not None:
+            feed.pulse()
