@@ -3,10 +3,11 @@
 A commit for an organization (``logs.appended``, over Redis in the distributed shape) marks its feeds
 stale; each feed then reads the records committed after its head once, and every tail following it takes
 the new frames from the feed's list, as run streams take theirs from a run's feed (``runs.feeds``). A
-thousand tails of one organization with the same filters cost one read per commit, not a thousand, and no
-tail polls: the feed alone looks again once a second while quiet (a lost signal costs a second, never a
-record). The feeds of one organization read one at a time, so an organization tailing with many different
-filters queues behind itself instead of taking the process.
+thousand tails of one organization with the same filters cost one read per commit (commits less than
+0.1 s apart share one), not a thousand, and no tail polls: the feed alone looks again once a second while
+quiet (a lost signal costs a second, never a record). A feed wakes its tails a slice at a time, so other
+requests are served between slices. The feeds of one organization read one at a time, so an organization
+tailing with many different filters queues behind itself instead of taking the process.
 
 Ids follow commit order (``telemetry.writer``), so positions are exact. A feed holds every match in
 (``floor``, ``head``]; a tail at or past ``floor`` sends what the feed holds after its position, and a
@@ -40,6 +41,11 @@ log = logging.getLogger(__name__)
 _POLL_SECONDS = 1.0
 # A group commit that began before `until` may still be committing just after it.
 _UNTIL_GRACE = timedelta(seconds=1)
+# A feed reads at most this often: at 50 commits a second, 500 tails then wake 5,000 times a second, not
+# 25,000 (each wake-up is a write to a socket), for at most this much more latency.
+_READ_INTERVAL_SECONDS = 0.1
+# Tails woken per turn of the event loop.
+_WAKE_SLICE = 32
 # Frames a feed keeps for tails that are behind; past twice this it drops the older half.
 _KEEP_FRAMES = 2_000
 # Commit marks remembered to drop the second copy of a signal (it follows the first within milliseconds).
@@ -59,7 +65,7 @@ class _Feed:
         self.ids: list[str] = []
         self.frames: list[bytes] = []
         self.loaded = asyncio.Event()
-        self.changed = asyncio.Event()  # pulsed: set and cleared at once, waking every waiting tail
+        self.waiting: set[asyncio.Event] = set()  # one per tail: woken a slice at a time (`wake`)
         self.stale = asyncio.Event()
         self.read_began: datetime | None = None  # when the latest completed read started
         self.heard_at = time.monotonic()
@@ -76,9 +82,14 @@ class _Feed:
             self.floor = self.ids[cut - 1]
             del self.ids[:cut], self.frames[:cut]
 
-    def pulse(self) -> None:
-        self.changed.set()
-        self.changed.clear()
+    async def wake(self) -> None:
+        """Wakes the tails a slice at a time, letting the loop serve other requests between slices: woken
+        at once, 500 tails would write to their sockets in one go and hold every other request that long."""
+        tails = list(self.waiting)
+        for start in range(0, len(tails), _WAKE_SLICE):
+            for woken in tails[start : start + _WAKE_SLICE]:
+                woken.set()
+            await asyncio.sleep(0)
 
 
 class _Organization:
@@ -124,7 +135,8 @@ class LogTails:
         self.closed.set()
         for organization in self._organizations.values():
             for feed in organization.feeds.values():
-                feed.changed.set()
+                for woken in feed.waiting:
+                    woken.set()
 
     @property
     def followed(self) -> int:
@@ -168,39 +180,49 @@ class LogTails:
     async def _tail(self, db: Database, organization_id: str, feed: _Feed, at: str) -> AsyncIterator[bytes]:
         until = feed.filters.until
         last_sent = time.monotonic()
-        while not self.closed.is_set():
-            if not feed.loaded.is_set():
-                # Heartbeats while the first read waits (the database may be away).
-                if not await wait_event(feed.loaded, HEARTBEAT_SECONDS):
-                    yield PING
-                continue
-            if at < feed.floor:  # behind what the feed holds: catch up alone, in bounded steps
-                self.catch_up_reads += 1
-                async with db.transaction(write=False) as conn:
-                    records, at, _ = await LogRepository(conn, organization_id).after(feed.filters, at)
-                if records:
+        woken = asyncio.Event()
+        feed.waiting.add(woken)
+        try:
+            while not self.closed.is_set():
+                woken.clear()  # the frames are checked below after this: no wake-up is lost
+                if not feed.loaded.is_set():
+                    # Heartbeats while the first read waits (the database may be away).
+                    if not await wait_event(feed.loaded, HEARTBEAT_SECONDS):
+                        yield PING
+                    continue
+                if at < feed.floor:  # behind what the feed holds: catch up alone, in bounded steps
+                    self.catch_up_reads += 1
+                    async with db.transaction(write=False) as conn:
+                        records, at, _ = await LogRepository(conn, organization_id).after(feed.filters, at)
+                    if records:
+                        last_sent = time.monotonic()
+                        yield b"".join(_frame(record) for record in records)
+                    elif at < feed.floor:
+                        # Nothing was committed after this position: the feed's start is as good a place.
+                        at = feed.floor
+                    continue
+                start = bisect_right(feed.ids, at)
+                if start < len(feed.ids):
+                    chunk = b"".join(feed.frames[start:])
+                    at = feed.ids[-1]
                     last_sent = time.monotonic()
-                    yield b"".join(_frame(record) for record in records)
-                elif at < feed.floor:
-                    # Nothing was committed after this position: the feed's start is as good a place.
-                    at = feed.floor
-                continue
-            start = bisect_right(feed.ids, at)
-            if start < len(feed.ids):
-                chunk = b"".join(feed.frames[start:])
-                at = feed.ids[-1]
-                last_sent = time.monotonic()
-                yield chunk
-                continue
-            at = max(at, feed.head)
-            if until is not None and feed.read_began is not None and feed.read_began >= until + _UNTIL_GRACE:
-                yield DONE  # nothing received before `until` can still arrive
-                return
-            await wait_event(feed.changed, max(0.0, last_sent + HEARTBEAT_SECONDS - time.monotonic()))
-            # By the clock, not by wake-ups: the connection must see a heartbeat however often it wakes.
-            if time.monotonic() - last_sent >= HEARTBEAT_SECONDS:
-                last_sent = time.monotonic()
-                yield PING
+                    yield chunk
+                    continue
+                at = max(at, feed.head)
+                if (
+                    until is not None
+                    and feed.read_began is not None
+                    and feed.read_began >= until + _UNTIL_GRACE
+                ):
+                    yield DONE  # nothing received before `until` can still arrive
+                    return
+                await wait_event(woken, max(0.0, last_sent + HEARTBEAT_SECONDS - time.monotonic()))
+                # By the clock, not by wake-ups: the connection must see a heartbeat however often it wakes.
+                if time.monotonic() - last_sent >= HEARTBEAT_SECONDS:
+                    last_sent = time.monotonic()
+                    yield PING
+        finally:
+            feed.waiting.discard(woken)
 
     def _leave(self, organization_id: str, organization: _Organization, feed: _Feed) -> None:
         feed.clients -= 1
@@ -218,6 +240,8 @@ class LogTails:
         while True:
             try:
                 if feed.loaded.is_set():
+                    # Commits closer together than this share a read, and each tail one write for them.
+                    await asyncio.sleep(max(0.0, feed.heard_at + _READ_INTERVAL_SECONDS - time.monotonic()))
                     await wait_event(feed.stale, _POLL_SECONDS)
                     if not feed.stale.is_set() and time.monotonic() - feed.heard_at < _POLL_SECONDS:
                         continue
@@ -246,4 +270,4 @@ class LogTails:
         feed.read_began = began
         feed.loaded.set()
         if added or feed.filters.until is not None:
-            feed.pulse()
+            await feed.wake()
