@@ -147,22 +147,24 @@ class LogTails:
         self, db: Database, organization_id: str, filters: LogFilters, after_id: str | None
     ) -> AsyncIterator[bytes]:
         """Frames of matching records after ``after_id`` (or from now), as they are committed."""
-        if after_id is None:
-            shared = self._organizations.get(organization_id)
-            feed = None if shared is None else shared.feeds.get(filters)
-            if feed is not None and feed.loaded.is_set():
-                after_id = feed.head  # examined already: "from now" without a read of its own
-            else:
-                async with db.transaction(write=False) as conn:
-                    newest = await LogRepository(conn, organization_id).newest_id()
-                after_id = newest or position_before(utcnow())
+        shared = self._organizations.get(organization_id)
+        existing = None if shared is None else shared.feeds.get(filters)
+        if existing is not None and existing.loaded.is_set():
+            now = existing.head  # examined already: "now" without a read of its own
+        else:
+            async with db.transaction(write=False) as conn:
+                newest = await LogRepository(conn, organization_id).newest_id()
+            now = newest or position_before(utcnow())
+        # A new feed starts from now even for a tail that resumes from further back: that tail catches up
+        # alone, in bounded steps, and the feed never replays history for everyone.
+        after_id = now if after_id is None else after_id
         # From here to the `try`, nothing awaits: the feed cannot be dropped before this tail counts.
         organization = self._organizations.get(organization_id)
         if organization is None:
             organization = self._organizations[organization_id] = _Organization()
         feed = organization.feeds.get(filters)
         if feed is None:
-            feed = organization.feeds[filters] = _Feed(filters, after_id)
+            feed = organization.feeds[filters] = _Feed(filters, now)
             feed.task = asyncio.create_task(
                 self._maintain(db, organization_id, organization, feed), name="log-feed"
             )
