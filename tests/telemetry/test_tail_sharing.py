@@ -1,7 +1,8 @@
 """Live tails share their reads: one feed per organization and filters per process (``telemetry.tail``).
 
 The reads are counted by the tails' own counters (``feed_reads``, ``catch_up_reads``), not timed. The safety
-re-read is pushed out of reach, so every read a test sees was caused by a commit."""
+re-read is pushed out of reach, so every read a test sees was caused by a commit. Both of SQLite's append
+paths run them (conftest): the store process and inline appends announce their commits alike."""
 
 from __future__ import annotations
 
@@ -17,12 +18,6 @@ from tests.support import Tenant
 from threadline.runtime import Services
 from threadline.telemetry import tail
 from threadline.telemetry.repository import LogFilters
-
-
-@pytest.fixture
-def log_store() -> str:
-    """One append path (conftest): sharing does not depend on how the records were appended."""
-    return "process"
 
 
 @pytest.fixture(autouse=True)
