@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     redis_prefix: str = "threadline:"
 
     default_rate_limit_per_minute: int = Field(DEFAULT_RATE_LIMIT_PER_MINUTE, ge=1)
+    # Streams (log tails, run and thread streams) one organization may hold open at once in one process,
+    # unless an operator set its own (`threadline orgs set-limit ORG_ID --streams N`).
+    default_stream_limit: int = Field(500, ge=1)
     # A revoked key must be refused by every process within 1 s; cached keys are re-read after this long
     # even if no revocation signal arrived (the signal is the fast path, this is the guarantee).
     key_cache_ttl_seconds: float = Field(0.5, gt=0, le=1.0)

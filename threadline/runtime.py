@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from redis.asyncio import BlockingConnectionPool, Redis
@@ -25,6 +25,7 @@ from threadline.kit.db import Database
 from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
 from threadline.kit.statements import insert_or_ignore
+from threadline.kit.streamslots import StreamSlots
 from threadline.runs.executor import RunExecutor
 from threadline.runs.feeds import RunFeeds
 from threadline.search.backend import SearchBackend
@@ -74,6 +75,7 @@ class Services:
     retention: Retention
     postings: PostingsSealer | None  # PostgreSQL's only: SQLite's FTS5 counts from its own index
     chores: Chores | None = None
+    stream_slots: StreamSlots = field(default_factory=StreamSlots)
 
     def close_streams(self) -> None:
         """Ends live tails and run streams (at shutdown): their clients resume elsewhere by cursor."""

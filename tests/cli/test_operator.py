@@ -82,6 +82,37 @@ def test_init_serve_and_client_commands(empty_env: dict[str, str]) -> None:
         assert server.stop(signal.SIGTERM) == 0
 
 
+def test_set_limit_streams_caps_open_streams_on_a_running_server(empty_env: dict[str, str]) -> None:
+    boot = json.loads(threadline("init", "--json", env=empty_env).stdout)
+    org_id = boot["organization"]["id"]
+    done = threadline("orgs", "set-limit", org_id, "--streams", "1", env=empty_env)
+    assert done.stdout.strip() == f"{org_id}: 1 open streams per process"
+    assert threadline("orgs", "set-limit", org_id, env=empty_env, check=False).returncode == 2
+    assert (
+        threadline("orgs", "set-limit", org_id, "--streams", "0", env=empty_env, check=False).returncode == 2
+    )
+    with (
+        running_server(empty_env, startup_timeout=60) as server,
+        httpx.Client(base_url=server.api_url, timeout=10) as http,
+    ):
+        secret = {"Authorization": f"Bearer {boot['secretKey']}"}
+        with http.stream("GET", "/v1/logs/stream", headers=secret) as first:
+            assert first.status_code == 200
+            chunks = first.iter_raw()  # kept: a dropped iterator would close the response
+            assert next(chunks).startswith(b"id: ")  # the starting position: the stream is open
+            refused = http.get("/v1/logs/stream", headers=secret)
+            assert refused.status_code == 429 and refused.json()["reason"] == "TOO_MANY_STREAMS"
+        # The client hung up: the server notices and frees the slot.
+        deadline = time.monotonic() + 5.0
+        while True:
+            with http.stream("GET", "/v1/logs/stream", headers=secret) as again:
+                if again.status_code == 200:
+                    break
+            assert time.monotonic() < deadline, "the slot was not released within 5 s"
+            time.sleep(0.05)
+        assert server.stop(signal.SIGTERM) == 0
+
+
 def test_operator_errors_are_clear(empty_env: dict[str, str]) -> None:
     serve = threadline("serve", "--port", "1", env=empty_env, check=False)
     assert serve.returncode == 1 and "threadline migrate" in serve.stderr

@@ -262,14 +262,18 @@ def set_limit(
         int | None,
         typer.Option("--concurrent-runs", min=1, max=1024, help="Runs executing at once (default 4)."),
     ] = None,
+    streams: Annotated[
+        int | None,
+        typer.Option("--streams", min=1, max=1_000_000, help="Streams open at once, per server process."),
+    ] = None,
 ) -> None:
     """Raise or lower an organization's limits; running servers and workers apply them at once."""
     from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
     from threadline.organizations import service as org_service
     from threadline.runtime import connect_redis
 
-    if requests_per_minute is None and concurrent_runs is None:
-        fail("give at least one limit: --requests-per-minute N, --concurrent-runs N", code=2)
+    if requests_per_minute is None and concurrent_runs is None and streams is None:
+        fail("give at least one limit: --requests-per-minute N, --concurrent-runs N, --streams N", code=2)
     settings = _settings()
 
     async def work(db: Database) -> None:
@@ -283,6 +287,8 @@ def set_limit(
                     await org_service.set_rate_limit(conn, signals, org_id, requests_per_minute)
                 if concurrent_runs is not None:
                     await org_service.set_run_concurrency(conn, signals, org_id, concurrent_runs)
+                if streams is not None:
+                    await org_service.set_stream_limit(conn, signals, org_id, streams)
         finally:
             if redis is not None:
                 await redis.aclose()
@@ -292,6 +298,8 @@ def set_limit(
         typer.echo(f"{org_id}: {requests_per_minute} requests per minute")
     if concurrent_runs is not None:
         typer.echo(f"{org_id}: {concurrent_runs} runs executing at once")
+    if streams is not None:
+        typer.echo(f"{org_id}: {streams} open streams per process")
 
 
 _MAX_GRANT = 1_000_000_000_000

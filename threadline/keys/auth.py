@@ -13,11 +13,12 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any, Protocol
 
-from fastapi import Request
+from fastapi import Depends, Request
 
 from threadline.config import Settings
 from threadline.keys import repository
@@ -25,6 +26,7 @@ from threadline.keys.repository import ApiKey
 from threadline.keys.tokens import hash_key, looks_like_key
 from threadline.kit.db import Database
 from threadline.kit.signals import RESET, SignalBus
+from threadline.kit.streamslots import StreamSlots
 from threadline.organizations.repository import Organization
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,7 @@ class Principal:
     key: ApiKey
     organization: Organization
     organization_limit: int
+    stream_limit: int  # open streams at once, in this process
     memo: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -62,6 +65,7 @@ class KeyAuthenticator:
         self._ttl = settings.key_cache_ttl_seconds
         self._flush_every = settings.key_usage_flush_seconds
         self._default_limit = settings.default_rate_limit_per_minute
+        self._default_stream_limit = settings.default_stream_limit
         self._cache: dict[str, tuple[float, Principal]] = {}
         self._loading: dict[str, asyncio.Task[Principal | None]] = {}
         self._usage: dict[str, float] = {}
@@ -119,7 +123,12 @@ class KeyAuthenticator:
             return None
         key, org = found
         limit = org.rate_limit_per_minute or self._default_limit
-        principal = Principal(key=key, organization=org, organization_limit=limit)
+        principal = Principal(
+            key=key,
+            organization=org,
+            organization_limit=limit,
+            stream_limit=org.stream_limit or self._default_stream_limit,
+        )
         # Expiry counts from before the read, so a revocation committed during it is seen next time.
         self._cache[digest] = (started + self._ttl, principal)
         return principal
@@ -181,3 +190,21 @@ def principal_of(request: Request) -> Principal:
     if not isinstance(principal, Principal):  # pragma: no cover - the middleware guarantees it
         raise RuntimeError("route reached without authentication")
     return principal
+
+
+class _WithStreamSlots(Protocol):
+    stream_slots: StreamSlots
+
+
+async def hold_stream_slot(request: Request) -> AsyncIterator[None]:
+    """One of the caller's organization's stream slots for the whole response, released when the stream
+    ends however it ends (finished, client gone, shutdown): FastAPI closes a request-scoped dependency
+    only after the response has been sent. Over the limit: 429 ``TOO_MANY_STREAMS``, before any work."""
+    principal = principal_of(request)
+    services: _WithStreamSlots = request.app.state.runtime.services
+    with services.stream_slots.hold(principal.organization_id, principal.stream_limit):
+        yield
+
+
+# Declared by each stream endpoint, before its other dependencies (a refused stream opens no transaction).
+StreamSlot = Annotated[None, Depends(hold_stream_slot, scope="request")]

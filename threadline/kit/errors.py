@@ -52,6 +52,7 @@ class Reason(StrEnum):
     SECRET_KEY_NOT_ALLOWED = "SECRET_KEY_NOT_ALLOWED"  # noqa: S105 - a reason, not a secret
     THREAD_NOT_FOUND = "THREAD_NOT_FOUND"
     TOKEN_EXPIRED = "TOKEN_EXPIRED"  # noqa: S105 - a reason, not a secret
+    TOO_MANY_STREAMS = "TOO_MANY_STREAMS"
     UNSUPPORTED_ENCODING = "UNSUPPORTED_ENCODING"
     VALIDATION_FAILED = "VALIDATION_FAILED"
 
@@ -129,10 +130,13 @@ class TooManyRequests(ApiError):
     status = 429
     code = "TOO_MANY_REQUESTS"
 
-    def __init__(self, retry_after_seconds: int) -> None:
+    def __init__(
+        self, retry_after_seconds: int, *, message: str | None = None, reason: Reason | None = None
+    ) -> None:
         self.retry_after_seconds = max(1, retry_after_seconds)
         super().__init__(
-            f"Rate limit exceeded. Retry after {self.retry_after_seconds} seconds.",
+            message or f"Rate limit exceeded. Retry after {self.retry_after_seconds} seconds.",
+            reason=reason,
             headers={"Retry-After": str(self.retry_after_seconds)},
         )
 

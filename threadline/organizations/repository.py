@@ -27,6 +27,7 @@ class Organization:
     allowed_origins: tuple[str, ...] | None = None
     billing_enforced: bool = False
     run_concurrency: int | None = None
+    stream_limit: int | None = None
 
 
 def columns(prefix: str = "") -> list[sa.Label[object]]:
@@ -47,6 +48,7 @@ def from_row(row: sa.RowMapping, prefix: str = "") -> Organization:
         allowed_origins=None if origins is None else tuple(origins),
         billing_enforced=bool(row[prefix + "billing_enforced"]),
         run_concurrency=row[prefix + "run_concurrency"],
+        stream_limit=row[prefix + "stream_limit"],
     )
 
 

@@ -39,19 +39,27 @@ async def create_organization(conn: Conn, name: str) -> NewOrganization:
 async def set_rate_limit(
     conn: Conn, signals: SignalBus, organization_id: str, per_minute: int
 ) -> Organization:
-    return await _set_limit(conn, signals, organization_id, {"rate_limit_per_minute": per_minute})
+    return await _set_limits(conn, signals, organization_id, {"rate_limit_per_minute": per_minute})
 
 
 async def set_run_concurrency(
     conn: Conn, signals: SignalBus, organization_id: str, concurrent_runs: int
 ) -> Organization:
     """Executors read it from the row at each claim, so the next claim anywhere applies it."""
-    return await _set_limit(conn, signals, organization_id, {"run_concurrency": concurrent_runs})
+    return await _set_limits(conn, signals, organization_id, {"run_concurrency": concurrent_runs})
 
 
-async def _set_limit(
+async def set_stream_limit(
+    conn: Conn, signals: SignalBus, organization_id: str, streams: int
+) -> Organization:
+    """Streams open at once per process; a stream already open over a lowered limit runs to its end."""
+    return await _set_limits(conn, signals, organization_id, {"stream_limit": streams})
+
+
+async def _set_limits(
     conn: Conn, signals: SignalBus, organization_id: str, values: dict[str, object]
 ) -> Organization:
+    """Servers cache an organization's limits with its keys; the signal makes every process re-read them."""
     if not await OrganizationRepository(conn).update(organization_id, values):
         raise NotFound(f"Organization {organization_id} was not found.")
 

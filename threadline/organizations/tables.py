@@ -12,6 +12,8 @@ organizations = sa.Table(
     sa.Column("rate_limit_per_minute", sa.Integer, nullable=True),
     # Runs of the organization executing at once; NULL means the configured default (same operator command).
     sa.Column("run_concurrency", sa.Integer, nullable=True),
+    # Open streams at once per process; NULL means the configured default (`set-limit --streams`).
+    sa.Column("stream_limit", sa.Integer, nullable=True),
     # Settings (PATCH /v1/settings). NULL means the documented default, so defaults can evolve.
     sa.Column("default_model", sa.String(200), nullable=True),
     sa.Column("instructions", sa.Text, nullable=True),

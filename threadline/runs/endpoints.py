@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 
 from threadline.billing.prices import Prices
 from threadline.keys import stream_tokens
-from threadline.keys.auth import principal_of
+from threadline.keys.auth import StreamSlot, principal_of
 from threadline.kit.db import Conn
 from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
@@ -128,6 +128,7 @@ async def cancel_run(runId: str, request: Request, conn: ConnDep, services: Serv
 async def stream_run(
     runId: str,
     request: Request,
+    _slot: StreamSlot,
     conn: ConnDep,
     services: ServicesDep,
     cursor: StreamCursor = None,
@@ -151,6 +152,7 @@ async def stream_run(
 async def stream_thread(
     threadId: str,
     request: Request,
+    _slot: StreamSlot,
     conn: ConnDep,
     services: ServicesDep,
     cursor: StreamCursor = None,

@@ -140,20 +140,22 @@ class LogRepository:
         query = sa.select(sa.func.max(t.id)).where(t.organization_id == self._organization_id)
         return (await self._conn.execute(query)).scalar_one_or_none()
 
-    async def after(self, filters: LogFilters, after_id: str) -> tuple[list[LogRecordOut], str]:
-        """For the live tail: matching records after ``after_id``, oldest first, and the position to resume
-        from (past the records that did not match, so they are not examined again)."""
+    async def after(self, filters: LogFilters, after_id: str) -> tuple[list[LogRecordOut], str, bool]:
+        """For the live tail: matching records after ``after_id``, oldest first, the position to resume
+        from (past the records that did not match, so they are not examined again), and whether more may
+        follow that position already (a step stopped at its window or its batch)."""
         keyed = [*filters.key_conditions(self._organization_id), t.id > after_id]
         # At most SCAN_WINDOW records are examined per step, as for a page: a tail that starts far back
         # with a rare filter catches up in bounded steps instead of one long query.
         window = sa.select(t.id).where(*keyed).order_by(t.id).offset(SCAN_WINDOW - 1).limit(1)
         newest = (await self._conn.execute(window)).scalar_one_or_none()
+        windowed = newest is not None
         if newest is None:
             newest = (
                 await self._conn.execute(sa.select(sa.func.max(t.id)).where(*keyed))
             ).scalar_one_or_none()
         if newest is None:
-            return [], after_id
+            return [], after_id, False
         query = (
             sa.select(log_records)
             .where(*keyed, t.id <= newest, *filters.row_conditions())
@@ -161,7 +163,9 @@ class LogRepository:
             .limit(_TAIL_BATCH)
         )
         records = [_record(row) for row in (await self._conn.execute(query)).mappings().all()]
-        return records, records[-1].id if len(records) == _TAIL_BATCH else newest
+        if len(records) == _TAIL_BATCH:
+            return records, records[-1].id, True
+        return records, newest, windowed
 
     async def delete_received_before(self, cutoff: datetime) -> int:
         """One batch of an organization's records received before ``cutoff``; the caller repeats until 0, so

@@ -19,7 +19,9 @@ watch persists. Either way it happens in the server's turn to write.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -33,6 +35,8 @@ from threadline.telemetry.records import Row
 
 log = logging.getLogger(__name__)
 
+# Payload: "<organization id> <mark>", the mark unique to the commit: the publishing process hears its own
+# signal twice on Redis (at once, then from the channel), and a live tail reads once per mark.
 LOGS_APPENDED = "logs.appended"
 _MAX_GROUP_ROWS = 20_000
 # Smaller groups for the store process, so the loop decodes the next group while the store appends this
@@ -108,6 +112,7 @@ class LogWriter:
         self, db: Database, signals: SignalBus, appender: LogAppender, watch: RecordWatch | None = None
     ) -> None:
         self._signals = signals
+        self._marks = (f"{secrets.token_hex(4)}.{n}" for n in itertools.count())
         self._watch = watch
         self._announcing: set[asyncio.Task[None]] = set()
         self._prepare = appender.prepare
@@ -172,7 +177,7 @@ class LogWriter:
     async def _announce(self, organizations: set[str]) -> None:
         for organization_id in organizations:
             try:
-                await self._signals.publish(LOGS_APPENDED, organization_id)
+                await self._signals.publish(LOGS_APPENDED, f"{organization_id} {next(self._marks)}")
             except Exception:  # a tail falls back to polling; the rows are committed either way
                 log.warning("could not announce new log records", exc_info=True)
 
