@@ -118,7 +118,7 @@ async def edit_page(request: Request, automation_id: str, viewer: ViewerDep, con
 
 @router.post("/automations/{automation_id}/edit")
 async def update(request: Request, automation_id: str, viewer: ViewerDep, services: ServicesDep) -> Response:
-    async with services.db.transaction() as conn:
+    async with services.db.transaction(write=False) as conn:
         automation = await service.get_automation(conn, viewer.organization_id, automation_id)
     return await _save(request, viewer, services, automation)
 
@@ -158,7 +158,7 @@ async def run_now(request: Request, automation_id: str, viewer: ViewerDep, servi
     except ApiError as error:
         if error.status_code == 404:
             raise
-        async with services.db.transaction() as conn:
+        async with services.db.transaction(write=False) as conn:
             return await _detail(
                 request,
                 viewer,
@@ -204,7 +204,7 @@ async def _save(
                 raise
         else:
             return RedirectResponse(f"/automations/{saved.id}", status_code=303)
-    async with services.db.transaction() as conn:
+    async with services.db.transaction(write=False) as conn:
         return await _form_page(request, viewer, conn, form, automation, status_code=400)
 
 

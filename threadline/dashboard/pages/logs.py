@@ -149,7 +149,7 @@ async def logs_page(request: Request, viewer: ViewerDep, services: ServicesDep) 
             cursor_error = refused.message
     records: list[LogRecordOut] = []
     next_cursor = position = None
-    async with services.db.transaction() as conn:
+    async with services.db.transaction(write=False) as conn:
         names = await _project_names(conn, viewer.organization_id)
         if filters is not None and cursor_error is None:
             position = await service.tail_position(conn, viewer.organization_id)
@@ -199,7 +199,7 @@ async def logs_stream(
     filters = await selection.validate()
     if filters is None:
         return PlainTextResponse(" ".join(selection.errors.values()), status_code=400)
-    async with services.db.transaction() as conn:
+    async with services.db.transaction(write=False) as conn:
         names = await _project_names(conn, viewer.organization_id)
     try:
         frames = service.follow_logs(
@@ -240,7 +240,7 @@ def _fragment(
 async def log_record(request: Request, record_id: str, viewer: ViewerDep, services: ServicesDep) -> Response:
     if not _RECORD_ID.match(record_id):
         raise NotFound("No such log record.")
-    async with services.db.transaction() as conn:
+    async with services.db.transaction(write=False) as conn:
         record = await service.get_log(conn, viewer.organization_id, record_id)
         names = await _project_names(conn, viewer.organization_id)
     return render(
