@@ -131,6 +131,25 @@ class LogRepository:
         counts = {str(row["key"]): int(row["n"]) for row in rows}
         return counts, sum(counts.values()) >= cap
 
+    async def newest_of_level(
+        self, level: Level, since: datetime, limit: int, window: int = SCAN_WINDOW
+    ) -> list[LogRecordOut]:
+        """The newest ``limit`` records of ``level`` received since ``since``, among the newest ``window``
+        records: the primary key is walked newest first and the walk stops at the ``limit``-th match, so
+        the cost is the records passed over (a handful where errors are common), never past ``window``."""
+        newest = (
+            sa.select(log_records)
+            .where(*LogFilters(since=since).key_conditions(self._organization_id))
+            .order_by(t.id.desc())
+            .limit(window)
+            .subquery()
+        )
+        # No outer ORDER BY: it could make the database sort the whole window before the LIMIT. The window
+        # streams newest first; the few rows found are put in order here.
+        query = sa.select(newest).where(newest.c.level == level).limit(limit)
+        found = [_record(row) for row in (await self._conn.execute(query)).mappings()]
+        return sorted(found, key=lambda record: record.id, reverse=True)
+
     async def get(self, record_id: str) -> LogRecordOut | None:
         query = sa.select(log_records).where(t.organization_id == self._organization_id, t.id == record_id)
         row = (await self._conn.execute(query)).mappings().first()

@@ -18,11 +18,9 @@ from threadline.dashboard.web import ViewerDep, render
 from threadline.kit.clock import Clock, isoformat
 from threadline.kit.db import Database
 from threadline.kit.deps import get_services
-from threadline.kit.pagination import CursorParams
 from threadline.runs.repository import Run, RunRepository
 from threadline.runs.tables import RUN_STATUSES
-from threadline.telemetry import service as telemetry
-from threadline.telemetry.repository import SCAN_WINDOW, LogFilters, LogRepository
+from threadline.telemetry.repository import SCAN_WINDOW, LogRepository
 from threadline.telemetry.schemas import LEVELS, LogRecordOut
 from threadline.threads.repository import ThreadRepository
 
@@ -66,10 +64,7 @@ async def overview(request: Request, viewer: ViewerDep, services: ServicesDep) -
 
     async def recent_errors() -> list[LogRecordOut]:
         async with services.db.transaction(write=False) as conn:
-            found, _ = await telemetry.list_logs(
-                conn, organization_id, LogFilters(level="error", since=since), CursorParams(RECENT, None)
-            )
-        return list(found)
+            return await LogRepository(conn, organization_id).newest_of_level("error", since, RECENT)
 
     async def the_rest() -> tuple[tuple[int, bool], Tally, list[Run], Balance]:
         async with services.db.transaction(write=False) as conn:
