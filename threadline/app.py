@@ -26,7 +26,7 @@ from threadline.threads.endpoints import router as threads_router
 from threadline.threads.fast_list import LIST_ROUTE, ThreadListEndpoint
 
 # Paths the API app answers itself; every other path is the dashboard's.
-_API_PATHS = ("/v1/", "/v1", "/docs", "/healthz", "/readyz")
+_API_PATHS = ("/v1", "/docs", "/healthz", "/readyz")
 
 
 def create_app(
