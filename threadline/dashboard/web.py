@@ -165,6 +165,12 @@ def render(
     return HTMLResponse(html, status_code=status_code, headers=dict(headers or {}))
 
 
+def render_fragment(template: str, **context: Any) -> str:
+    """A fragment that depends on its context alone (no request, no viewer), so it can be shared between
+    viewers: a live tail renders each record once for every tab that follows it."""
+    return _templates.get_template(template).render(**context)
+
+
 def is_htmx(request: Request) -> bool:
     return request.headers.get("hx-request") == "true"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated, Protocol
 from urllib.parse import urlencode
@@ -19,8 +20,8 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from threadline.dashboard.sessions import Viewer
-from threadline.dashboard.web import ViewerDep, render
+from threadline.dashboard.streams import DashboardStreamSlot
+from threadline.dashboard.web import ViewerDep, render, render_fragment
 from threadline.kit.clock import Clock, isoformat
 from threadline.kit.db import Conn, Database
 from threadline.kit.deps import get_services
@@ -188,6 +189,7 @@ async def logs_page(request: Request, viewer: ViewerDep, services: ServicesDep) 
 @router.get("/logs/stream")
 async def logs_stream(
     request: Request,
+    _slot: DashboardStreamSlot,
     viewer: ViewerDep,
     services: ServicesDep,
     after: str | None = None,
@@ -208,32 +210,35 @@ async def logs_stream(
             viewer.organization_id,
             filters,
             resume_cursor(last_event_id, after),
-            lambda cursor, record: _fragment(request, viewer, names, cursor, record),
+            RecordHtml(tuple(sorted(names.items()))),
         )
     except ApiError as refused:
         return PlainTextResponse(refused.message, status_code=400)
     return EventStreamResponse(frames)
 
 
-def _fragment(
-    request: Request, viewer: Viewer, names: dict[str, str], cursor: str, record: LogRecordOut
-) -> bytes:
-    """One record as an SSE ``record`` event: the list item's HTML over as many ``data:`` lines as it has
-    (an EventSource joins them with newlines again)."""
-    html = bytes(
-        render(
-            request,
+@dataclass(frozen=True, slots=True)
+class RecordHtml:
+    """Writes a record as an SSE ``record`` event: the list item's HTML over as many ``data:`` lines as it
+    has (an EventSource joins them with newlines again).
+
+    A value, not a closure: the fragment depends only on the record and the organization's project names,
+    so every tab of an organization with the same filters compares equal here and shares one feed (one
+    read and one rendering per commit, ``LogTails``), as the API's tails do."""
+
+    projects: tuple[tuple[str, str], ...]
+
+    def __call__(self, cursor: str, record: LogRecordOut) -> bytes:
+        html = render_fragment(
             "logs/_record.html",
-            viewer,
             record=record,
-            projects=names,
+            projects=dict(self.projects),
             attributes_json=attributes_json,
             properties_json=properties_json,
-        ).body
-    ).decode()
-    html = _LINE_BREAKS.sub(lambda match: f"&#{ord(match.group())};", html)
-    data = "".join(f"data: {line}\n" for line in html.strip().split("\n"))
-    return f"id: {cursor}\nevent: record\n{data}\n".encode()
+        )
+        html = _LINE_BREAKS.sub(lambda match: f"&#{ord(match.group())};", html)
+        data = "".join(f"data: {line}\n" for line in html.strip().split("\n"))
+        return f"id: {cursor}\nevent: record\n{data}\n".encode()
 
 
 @router.get("/logs/{record_id}", response_class=HTMLResponse)

@@ -21,6 +21,7 @@ from fastapi.responses import RedirectResponse, Response
 from threadline.billing.prices import Prices
 from threadline.dashboard.pages.run_view import fold, preview
 from threadline.dashboard.sessions import Viewer
+from threadline.dashboard.streams import DashboardStreamSlot
 from threadline.dashboard.web import ViewerDep, render, safe_next
 from threadline.kit import sse
 from threadline.kit.db import Conn
@@ -90,6 +91,7 @@ def _later(after: str | None, last_event_id: str | None) -> str | None:
 async def run_events(
     run_id: str,
     request: Request,
+    _slot: DashboardStreamSlot,
     viewer: ViewerDep,
     conn: ConnDep,
     services: ServicesDep,
