@@ -32,6 +32,9 @@ runs = sa.Table(
     sa.Index(None, "thread_id", "id"),
     sa.Index(None, "status", "id"),
     sa.Index(None, "organization_id", "id"),
+    # An automation's runs, newest first (its page and GET /v1/automations/{id}/runs): without it, an
+    # automation that fires rarely makes every page scan its organization's runs.
+    sa.Index(None, "automation_id", "id"),
 )
 
 # Persisted before they are published: a stream replays from here, so nothing a client missed is lost.
