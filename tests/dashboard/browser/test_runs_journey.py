@@ -61,6 +61,9 @@ async def test_watch_reload_complete_cancel_and_replay(page: Page, served: Serve
     run_id = (await page.locator("#run-view-title a code").inner_text()).strip()
     await expect(page.locator("#run-status")).to_have_text("completed", timeout=60_000)
     await expect(page.get_by_role("button", name="Cancel run")).to_have_count(0)
+    sidebar = page.locator(f'[data-run-badge="{run_id}"]')  # the thread's list of runs follows the view
+    await expect(sidebar).to_have_text("completed")
+    await expect(sidebar).to_have_class("badge completed")
     final = await answer_on_screen(page)
     assert len(final.split()) > words
     assert final == streamed_text(served, run_id)  # nothing twice, nothing lost

@@ -13,9 +13,20 @@
     if (!log || !id) return;
     log.setAttribute("sse-connect", log.getAttribute("data-stream") + "?after=" + encodeURIComponent(id));
   });
-  // The stream's end (sse-close="done"): the view is a replay from now on.
+  // The stream's end (sse-close="done"): the view is a replay from now on, and a list of runs on the same
+  // page (the thread page's sidebar) shows the status the view ended with.
   document.addEventListener("htmx:sseClose", function (event) {
     var log = event.target.closest && event.target.closest("[data-run-log]");
-    if (log) log.setAttribute("data-ended", "");
+    if (!log) return;
+    log.setAttribute("data-ended", "");
+    var status = document.getElementById("run-status");
+    if (!status) return;
+    document.querySelectorAll("[data-run-badge]").forEach(function (badge) {
+      if (badge.getAttribute("data-run-badge") !== log.getAttribute("data-run-log")) return;
+      // From the text: htmx applies a swapped element's new class only after its settle delay.
+      var text = status.textContent.trim();
+      badge.className = "badge " + text;
+      badge.textContent = text;
+    });
   });
 })();
