@@ -12,10 +12,10 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
+from threadline_client import Threadline
 
 from tests.conftest import Backend
 from tests.support import ServerProcess, Tenant, running_server, threadline
-from threadline.client import Threadline
 from threadline.config import Settings
 
 
@@ -115,9 +115,9 @@ def test_sdk_tail_resumes_from_a_cursor(backend: Backend, settings: Settings, te
             "until": (datetime.now(UTC) + timedelta(milliseconds=300)).isoformat(),
         }
         with Threadline(tenant.created.secret_value, f"{server.api_url}/v1") as client:
-            everything = list(client.logs.tail(**window))
+            everything = [event.to_dict() for event in client.logs.stream(**window)]
             assert [r["message"] for r in everything] == ["a", "b", "c"]
-            rest = list(client.logs.tail(cursor=everything[0]["cursor"], **window))
+            rest = [event.to_dict() for event in client.logs.stream(cursor=everything[0]["cursor"], **window)]
             assert [r["message"] for r in rest] == ["b", "c"]
 
 
@@ -145,7 +145,7 @@ def test_runs_through_the_cli_and_the_sdk(
     backend: Backend, settings: Settings, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One server for both (each start costs seconds)."""
-    monkeypatch.setattr("threadline.client._streams._BACKOFF_SECONDS", (0.01,))
+    monkeypatch.setattr("threadline_client._streams.backoff", lambda *_: 0.01)
     with running_server(_serving(backend, settings)) as server:
         env = _client_env(backend, settings, tenant, server)
         url = f"{server.api_url}/v1"
@@ -180,9 +180,10 @@ def check_runs_commands(env: dict[str, str], client: Threadline) -> None:
     """`runs create --stream` renders a live run and exits by its status; `--json` is one event a line;
     `runs stream` replays a finished run exactly as it was shown live, or from a cursor; `show`, `cancel`
     and the multitask strategies. Each case on a thread of its own, so that they run side by side."""
-    thread, other, failing, busy, cancelling = (client.threads.create()["id"] for _ in range(5))
+    thread, other, failing, busy, cancelling = (client.threads.create().id for _ in range(5))
     assert list(client.threads.stream(thread)) == []  # no run yet: [DONE] at once
-    blocking, cancelled = client.runs.create(busy, input=QUIET), client.runs.create(cancelling, input=QUIET)
+    blocking = client.runs.create(busy, input=QUIET).to_dict()
+    cancelled = client.runs.create(cancelling, input=QUIET).to_dict()
 
     commands = _Commands(env)
     commands.start("runs", "create", thread, "--input", "Why did the checkout deploy fail?", "--stream")
@@ -234,8 +235,8 @@ def check_runs_commands(env: dict[str, str], client: Threadline) -> None:
     assert [a["name"] for a in shown["artifacts"]] == ["summary.md"]
     assert ended.returncode == 1 and ended.stdout.splitlines()[-1].startswith("run cancelled (")
     assert interrupting.returncode == 0 and "word1 word2." in interrupting.stdout
-    assert [r["status"] for r in client.runs.iterate(busy)] == ["completed", "cancelled"]
-    assert client.runs.get(blocking["id"])["status"] == "cancelled"
+    assert [r.status for r in client.runs.list(busy)] == ["completed", "cancelled"]
+    assert client.runs.get(blocking["id"]).status == "cancelled"
 
 
 class _Cut(httpx.SyncByteStream):
@@ -278,14 +279,16 @@ def check_sdk_run_stream_resumes_after_dropped_connections(client: Threadline, k
     """A live run read through connections that keep breaking, inside frames too, gives every event once,
     in order: the same events as a clean replay (and as the thread's stream)."""
     transport = _Dropping()
-    with Threadline(key, url, transport=transport) as dropping:
-        thread = client.threads.create()["id"]
-        run = client.runs.create(thread, input="#notools #chunks=20 #delay=5")
-        events = list(dropping.runs.stream(run["id"]))
-        replay = list(client.runs.stream(run["id"]))
+    with Threadline(key, url, http_client=httpx.Client(transport=transport)) as dropping:
+        thread = client.threads.create().id
+        run = client.runs.create(thread, input="#notools #chunks=20 #delay=5").to_dict()
+        events = [event.to_dict() for event in dropping.runs.stream(run["id"])]
+        replay = [event.to_dict() for event in client.runs.stream(run["id"])]
         assert events == replay
         assert [e["cursor"] for e in events] == [f"{run['id']}.{i}" for i in range(1, len(events) + 1)]
         assert events[-1]["type"] == "run_completed" and events[-1]["status"] == "completed"
         resumed = [cursor for cursor in transport.cursors if cursor is not None]
         assert len(resumed) > 5 and set(resumed) <= {e["cursor"] for e in events}
-        assert list(client.threads.stream(thread)) == replay  # the thread's latest run
+        assert [
+            event.to_dict() for event in client.threads.stream(thread)
+        ] == replay  # the thread's latest run

@@ -6,9 +6,9 @@ import json
 from typing import Annotated, Any
 
 import typer
+from threadline_client import Threadline
 
-from threadline.cli.client.common import call
-from threadline.client import Threadline
+from threadline.cli.client.common import call, with_api_key
 
 logs = typer.Typer(no_args_is_help=True, help="Logs and events (through the API).")
 
@@ -30,9 +30,10 @@ def tail_logs(
     """Follow the organization's logs live (Ctrl-C to stop); reconnects by itself."""
 
     def work(client: Threadline) -> None:
-        for record in client.logs.tail(
+        for event in client.logs.stream(
             cursor=cursor, project_id=project_id, level=level, kind=kind, q=q, since=since
         ):
+            record = event.to_dict()
             if json_output:
                 typer.echo(json.dumps(record, ensure_ascii=False))
             else:
@@ -45,5 +46,5 @@ def tail_logs(
 
 
 def register_logs(app: typer.Typer) -> None:
-    logs.command("tail")(tail_logs)
+    logs.command("tail")(with_api_key(tail_logs))
     app.add_typer(logs, name="logs")
