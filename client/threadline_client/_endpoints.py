@@ -7,7 +7,7 @@ iterating it), ``streaming`` a Server-Sent Event stream (an iterator of events).
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator
 from dataclasses import replace
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
@@ -98,9 +98,9 @@ class Streaming(Endpoint, Generic[P, T]):
     @overload
     def __get__(self, obj: None, owner: type) -> Streaming[P, T]: ...
     @overload
-    def __get__(self, obj: Resource[SyncTransport], owner: type) -> Callable[P, Iterator[T]]: ...
+    def __get__(self, obj: Resource[SyncTransport], owner: type) -> Callable[P, Generator[T, None, None]]: ...
     @overload
-    def __get__(self, obj: Resource[AsyncTransport], owner: type) -> Callable[P, AsyncIterator[T]]: ...
+    def __get__(self, obj: Resource[AsyncTransport], owner: type) -> Callable[P, AsyncGenerator[T, None]]: ...
     def __get__(self, obj: Resource[Any] | None, owner: type) -> Any:
         if obj is None:
             return self

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -96,7 +96,7 @@ class SyncTransport:
             return result_of(call, response)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def stream(self, call: Call[T]) -> Iterator[T]:
+    def stream(self, call: Call[T]) -> Generator[T, None, None]:
         url, headers = self.endpoints.url(call.surface, call.path), self.endpoints.headers(call.surface)
         state = Resumer(call, url, self.options.max_retries)
         while True:
@@ -151,7 +151,7 @@ class AsyncTransport:
             return result_of(call, response)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def stream(self, call: Call[T]) -> AsyncIterator[T]:
+    async def stream(self, call: Call[T]) -> AsyncGenerator[T, None]:
         url, headers = self.endpoints.url(call.surface, call.path), self.endpoints.headers(call.surface)
         state = Resumer(call, url, self.options.max_retries)
         while True:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -56,6 +58,11 @@ def test_threads_and_search_commands(backend: Backend, settings: Settings, tenan
         assert [t["id"] for t in threads["data"]] == [created["id"]]
         human = threadline("search", "messages", "timeout", env=env)
         assert "1 results" in human.stderr and created["id"] in human.stdout
+        assert "with a timeout" in human.stdout and "<mark>" not in human.stdout  # piped: plain text
+        by_metadata = threadline("search", "threads", "prod", env=env).stdout
+        assert created["id"] in by_metadata and "    matched metadata: env=prod\n" in by_metadata
+        made = threadline("keys", "create", "--name", "cli", env=env)
+        assert made.stdout.splitlines()[1].startswith("sk_") and "only time" in made.stderr
 
         bad = threadline("search", "messages", "--", "-only", env=env, check=False)
         assert bad.returncode == 1 and "INVALID_QUERY" in bad.stderr
@@ -72,7 +79,8 @@ def test_logs_tail_follows_new_records_live(backend: Backend, settings: Settings
             "THREADLINE_BASE_URL": f"{server.api_url}/v1",
         }
         intake = f"{server.intake_url}/v1/logs"
-        sent = httpx.post(intake, json={"message": "before", "level": "error"}, headers=tenant.public)
+        before = {"message": "before", "level": "error", "attributes": {"region": "eu"}}
+        sent = httpx.post(intake, json=before, headers=tenant.public)
         assert sent.status_code == 202
         since = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
         tail = subprocess.Popen(
@@ -104,6 +112,22 @@ def test_logs_tail_follows_new_records_live(backend: Backend, settings: Settings
         finally:
             tail.terminate()
             tail.wait(timeout=10)
+        assert tail.stderr is not None and "waiting for records (Ctrl-C to stop)" in tail.stderr.read()
+
+        verbose = subprocess.Popen(
+            [sys.executable, "-m", "threadline", "logs", "tail", "--since", since, "--level", "error", "-v"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert verbose.stdout is not None
+            assert verbose.stdout.readline().rstrip().endswith(f"error  {tenant.project_id}  before")
+            assert verbose.stdout.readline() == '    region="eu"\n'  # piped: no colours
+        finally:
+            verbose.terminate()
+            verbose.wait(timeout=10)
 
 
 def test_sdk_tail_resumes_from_a_cursor(backend: Backend, settings: Settings, tenant: Tenant) -> None:
@@ -292,3 +316,29 @@ def check_sdk_run_stream_resumes_after_dropped_connections(client: Threadline, k
         assert [
             event.to_dict() for event in client.threads.stream(thread)
         ] == replay  # the thread's latest run
+
+
+def test_terminal_output_is_styled_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from threadline.cli.client import terminal
+
+    snippet = "…the <mark>checkout</mark> deploy in <mark>prod</mark>"
+    assert terminal.highlighted(snippet) == "…the checkout deploy in prod"
+    assert terminal.matched_metadata(snippet, {"env": "prod", "team": "payments"}) == ["env=prod"]
+    assert terminal.level("warn") == "warn "
+    monkeypatch.setattr(terminal, "on_terminal", lambda: True)
+    shown = terminal.highlighted(snippet)
+    assert "<mark>" not in shown and "\x1b[1m" in shown and "checkout" in shown
+    assert terminal.matched_metadata(snippet, {"env": "Prod"})[0].startswith("env=\x1b[")
+    assert terminal.level("error") != "error" and "error" in terminal.level("error")
+
+
+def test_a_missing_key_names_the_variable_and_the_option(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    env["THREADLINE_DATA_DIR"] = str(tmp_path)
+    refused = threadline("keys", "list", env=env, check=False)
+    assert refused.returncode == 1
+    assert "THREADLINE_API_KEY" in refused.stderr and "--api-key" in refused.stderr
+    assert "api_key" not in refused.stderr.replace("--api-key", "")
+    helped = threadline("search", "threads", "--help", env=env).stdout
+    assert "QUERY" in helped and "{q}" not in helped and "--api-key" in helped
+    assert "--json <bool>" not in " ".join(helped.split())

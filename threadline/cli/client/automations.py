@@ -236,7 +236,7 @@ def trigger_automation(
     json_output: Annotated[bool, typer.Option("--json", help="The run as JSON.")] = False,
 ) -> None:
     """Fire an automation now (enabled or not, cooldown or not) and print the run it started
-    (`threadline runs stream RUN_ID` follows it)."""
+    (threadline runs stream RUN_ID follows it)."""
     run = fetch(lambda c: c.automations.trigger(automation_id))
     emit_json(run) if json_output else typer.echo(run_line(run))
 

@@ -59,8 +59,23 @@ def fetch(work: Callable[[Threadline], Any]) -> Any:
     return plain(call(work))
 
 
+def _plainer(annotation: Any, name: str) -> Any:
+    """A parameter's help without a type for flags (``--json``, not ``--json <bool>``) and with a name in
+    capitals for arguments (``THREAD_ID``, not ``thread_id``)."""
+    if typing.get_origin(annotation) is not Annotated:
+        return annotation
+    for info in annotation.__metadata__:
+        if isinstance(info, typer.models.OptionInfo) and info.metavar is None:
+            flag = annotation.__origin__ in (bool, bool | None)
+            info.metavar = "" if flag else None
+        elif isinstance(info, typer.models.ArgumentInfo) and info.metavar is None:
+            info.metavar = name.upper()
+    return annotation
+
+
 def with_api_key(command: Callable[..., None]) -> Callable[..., None]:
-    """The command with an ``--api-key`` option (default: THREADLINE_API_KEY)."""
+    """The command as the CLI registers it: with an ``--api-key`` option (default: THREADLINE_API_KEY),
+    and its help made plain (see ``_plainer``)."""
 
     @functools.wraps(command)
     def run(*args: Any, api_key: str | None = None, **kwargs: Any) -> None:
@@ -78,7 +93,7 @@ def with_api_key(command: Callable[..., None]) -> Callable[..., None]:
     ]
     hints = {**typing.get_type_hints(command, include_extras=True), "api_key": option_type}
     parameters = [
-        parameter.replace(annotation=hints[parameter.name])
+        parameter.replace(annotation=_plainer(hints[parameter.name], parameter.name))
         for parameter in inspect.signature(command).parameters.values()
     ]
     option = inspect.Parameter(

@@ -10,6 +10,7 @@ from threadline_client import Threadline
 from threadline_client.types import Thread
 
 from threadline.cli.client.common import fetch, parse_metadata, with_api_key
+from threadline.cli.client.terminal import highlighted, matched_metadata
 from threadline.cli.output import emit_json
 
 threads = typer.Typer(no_args_is_help=True, help="Threads (through the API).")
@@ -84,9 +85,14 @@ def create_thread(
 
 
 def _print_hits(body: dict[str, Any], describe: Callable[[dict[str, Any]], str]) -> None:
+    """Each hit, its snippet under it (matches highlighted on a terminal) and, for a thread, the metadata
+    values that matched, labelled with their keys."""
     pagination = body["pagination"]
     for hit in body["data"]:
-        typer.echo(f"{describe(hit)}\n    {hit['snippet']}")
+        typer.echo(f"{describe(hit)}\n    {highlighted(hit['snippet'])}")
+        if "threadId" not in hit:  # a thread: its title or its metadata values matched
+            for label in matched_metadata(hit["snippet"], hit["metadata"]):
+                typer.echo(f"    matched metadata: {label}")
     typer.echo(
         f"page {pagination['page']} of {pagination['totalPages']} ({pagination['totalResults']} results)",
         err=True,
@@ -94,7 +100,7 @@ def _print_hits(body: dict[str, Any], describe: Callable[[dict[str, Any]], str])
 
 
 def search_threads(
-    q: Annotated[str, typer.Argument(help='Words, "phrases", OR, -exclusions.')],
+    q: Annotated[str, typer.Argument(metavar="QUERY", help='Words, "phrases", OR, -exclusions.')],
     page: Annotated[int, typer.Option(min=1)] = 1,
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -104,7 +110,7 @@ def search_threads(
 
 
 def search_messages(
-    q: Annotated[str, typer.Argument(help='Words, "phrases", OR, -exclusions.')],
+    q: Annotated[str, typer.Argument(metavar="QUERY", help='Words, "phrases", OR, -exclusions.')],
     thread_id: Annotated[str | None, typer.Option(help="Only this thread.")] = None,
     role: Annotated[str | None, typer.Option(help="Only this role.")] = None,
     page: Annotated[int, typer.Option(min=1)] = 1,
