@@ -103,8 +103,10 @@ def backoff(attempt: int, retry_after: str | None) -> float:
         if retry_after.strip().isdigit():
             seconds = float(retry_after)
         else:
-            when = email.utils.parsedate_to_datetime(retry_after) if "," in retry_after else None
-            seconds = when.timestamp() - time.time() if when is not None else None
+            try:
+                seconds = email.utils.parsedate_to_datetime(retry_after).timestamp() - time.time()
+            except (TypeError, ValueError):
+                seconds = None  # neither seconds nor an HTTP date: the usual backoff
         if seconds is not None:
             return max(0.0, min(seconds, MAX_RETRY_AFTER))
     return float(min(8.0, 0.5 * 2**attempt)) * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not secrecy

@@ -3,7 +3,9 @@ asked."""
 
 from __future__ import annotations
 
+import email.utils
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -233,3 +235,12 @@ def test_a_stream_gives_up_after_consecutive_failures() -> None:
     with pytest.raises(APIConnectionError):
         list(client.runs.stream("run_1"))
     assert len(seen) == 6  # max(max_retries, 5) retries
+
+
+def test_retry_after_as_an_http_date_or_garbage() -> None:
+    from threadline_client._core import backoff
+
+    in_five = email.utils.formatdate(time.time() + 5, usegmt=True)
+    assert 3.5 <= backoff(0, in_five) <= 5.0
+    assert backoff(0, "999") == 60.0  # capped
+    assert 0.25 <= backoff(0, "soon") <= 0.5  # unreadable: the usual backoff
