@@ -21,7 +21,8 @@ Tr = TypeVar("Tr", SyncTransport, AsyncTransport)
 
 
 class Resource(Generic[Tr]):
-    """A group of the API (``client.threads``); sub-groups are attributes of it (``threads.messages``)."""
+    """A group of the API (``client.threads``): one class for both clients, typed by its transport, so its
+    methods return results (``Threadline``) or awaitables (``AsyncThreadline``)."""
 
     def __init__(self, transport: Tr) -> None:
         self._transport: Tr = transport
