@@ -10,6 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.lock
+# The client first: the server declares it as a dependency, installed from the repository (client/).
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e ./client
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
+from threadline_client import NotFoundError, Threadline
 
 from tests.conftest import Backend
 from tests.support import ServerProcess, Tenant, running_server, threadline
-from threadline.client import NotFoundError, Threadline
 from threadline.kit.db import Database
 from threadline.organizations.service import create_organization
 
@@ -155,8 +155,9 @@ async def test_grant_errors_are_clear(served: Served) -> None:
         )
     assert all(result.stdout == "" for result in (unknown, zero, negative, too_much))
     with served.sdk(tenant) as client:
-        assert client.billing.balance() == {"balance": 0, "updatedAt": None}
-        assert client.billing.transactions()["pagination"]["total"] == 0
+        assert client.billing.balance().to_dict() == {"balance": 0, "updatedAt": None}
+        pagination = client.billing.transactions().pagination
+        assert pagination is not None and pagination.total_pages == 0
 
 
 async def test_automations_create(served: Served) -> None:
@@ -191,8 +192,8 @@ async def test_automations_create(served: Served) -> None:
     assert all(result.stdout == "" for result in (both, neither, foreign, invalid))
 
     with served.sdk(tenant) as client:
-        timeouts = client.automations.get(timeouts_id)
-        assert {a["id"] for a in client.automations.iterate()} == {timeouts_id, nightly["id"]}
+        timeouts = client.automations.get(timeouts_id).to_dict()
+        assert {a.id for a in client.automations.list()} == {timeouts_id, nightly["id"]}
     assert timeouts["enabled"] is False
     assert timeouts["trigger"] == {
         "type": "log",
@@ -212,13 +213,13 @@ async def test_automations_list_show_update_trigger_delete(served: Served) -> No
             name="Nightly",
             trigger={"type": "schedule", "cron": "0 3 * * *", "timezone": "Europe/Paris"},
             action={"prompt": "#notools Summarise the day"},
-        )
+        ).to_dict()
         timeouts = client.automations.create(
             name="Timeouts",
             trigger={"type": "log", "projectId": tenant.project_id, "level": "warn", "contains": "timeout"},
             action={"prompt": "#notools Investigate", "model": "offline/scripted"},
             enabled=False,
-        )
+        ).to_dict()
     listed, listed_text, shown, shown_text, nothing = together(
         env,
         ("automations", "list", "--json"),
@@ -269,6 +270,6 @@ async def test_automations_list_show_update_trigger_delete(served: Served) -> No
     with served.sdk(tenant) as client:
         with pytest.raises(NotFoundError):
             client.automations.get(nightly["id"])
-        assert [a["id"] for a in client.automations.iterate()] == [timeouts["id"]]
-        assert client.automations.get(timeouts["id"])["lastTriggeredAt"] is not None
-        assert client.runs.get(run["id"])["automationId"] == nightly["id"]  # the run outlives it
+        assert [a.id for a in client.automations.list()] == [timeouts["id"]]
+        assert client.automations.get(timeouts["id"]).last_triggered_at is not None
+        assert client.runs.get(run["id"]).automation_id == nightly["id"]  # the run outlives it

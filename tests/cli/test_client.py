@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
+from threadline_client import Threadline
 
 from tests.conftest import Backend
 from tests.support import ServerProcess, Tenant, running_server, threadline
-from threadline.client import Threadline
 from threadline.config import Settings
 
 
@@ -56,6 +58,11 @@ def test_threads_and_search_commands(backend: Backend, settings: Settings, tenan
         assert [t["id"] for t in threads["data"]] == [created["id"]]
         human = threadline("search", "messages", "timeout", env=env)
         assert "1 results" in human.stderr and created["id"] in human.stdout
+        assert "with a timeout" in human.stdout and "<mark>" not in human.stdout  # piped: plain text
+        by_metadata = threadline("search", "threads", "prod", env=env).stdout
+        assert created["id"] in by_metadata and "    matched metadata: env=prod\n" in by_metadata
+        made = threadline("keys", "create", "--name", "cli", env=env)
+        assert made.stdout.splitlines()[1].startswith("sk_") and "only time" in made.stderr
 
         bad = threadline("search", "messages", "--", "-only", env=env, check=False)
         assert bad.returncode == 1 and "INVALID_QUERY" in bad.stderr
@@ -72,7 +79,8 @@ def test_logs_tail_follows_new_records_live(backend: Backend, settings: Settings
             "THREADLINE_BASE_URL": f"{server.api_url}/v1",
         }
         intake = f"{server.intake_url}/v1/logs"
-        sent = httpx.post(intake, json={"message": "before", "level": "error"}, headers=tenant.public)
+        before = {"message": "before", "level": "error", "attributes": {"region": "eu"}}
+        sent = httpx.post(intake, json=before, headers=tenant.public)
         assert sent.status_code == 202
         since = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
         tail = subprocess.Popen(
@@ -104,6 +112,22 @@ def test_logs_tail_follows_new_records_live(backend: Backend, settings: Settings
         finally:
             tail.terminate()
             tail.wait(timeout=10)
+        assert tail.stderr is not None and "waiting for records (Ctrl-C to stop)" in tail.stderr.read()
+
+        verbose = subprocess.Popen(
+            [sys.executable, "-m", "threadline", "logs", "tail", "--since", since, "--level", "error", "-v"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert verbose.stdout is not None
+            assert verbose.stdout.readline().rstrip().endswith(f"error  {tenant.project_id}  before")
+            assert verbose.stdout.readline() == '    region="eu"\n'  # piped: no colours
+        finally:
+            verbose.terminate()
+            verbose.wait(timeout=10)
 
 
 def test_sdk_tail_resumes_from_a_cursor(backend: Backend, settings: Settings, tenant: Tenant) -> None:
@@ -115,9 +139,9 @@ def test_sdk_tail_resumes_from_a_cursor(backend: Backend, settings: Settings, te
             "until": (datetime.now(UTC) + timedelta(milliseconds=300)).isoformat(),
         }
         with Threadline(tenant.created.secret_value, f"{server.api_url}/v1") as client:
-            everything = list(client.logs.tail(**window))
+            everything = [event.to_dict() for event in client.logs.stream(**window)]
             assert [r["message"] for r in everything] == ["a", "b", "c"]
-            rest = list(client.logs.tail(cursor=everything[0]["cursor"], **window))
+            rest = [event.to_dict() for event in client.logs.stream(cursor=everything[0]["cursor"], **window)]
             assert [r["message"] for r in rest] == ["b", "c"]
 
 
@@ -145,7 +169,7 @@ def test_runs_through_the_cli_and_the_sdk(
     backend: Backend, settings: Settings, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One server for both (each start costs seconds)."""
-    monkeypatch.setattr("threadline.client._streams._BACKOFF_SECONDS", (0.01,))
+    monkeypatch.setattr("threadline_client._streams.backoff", lambda *_: 0.01)
     with running_server(_serving(backend, settings)) as server:
         env = _client_env(backend, settings, tenant, server)
         url = f"{server.api_url}/v1"
@@ -180,9 +204,10 @@ def check_runs_commands(env: dict[str, str], client: Threadline) -> None:
     """`runs create --stream` renders a live run and exits by its status; `--json` is one event a line;
     `runs stream` replays a finished run exactly as it was shown live, or from a cursor; `show`, `cancel`
     and the multitask strategies. Each case on a thread of its own, so that they run side by side."""
-    thread, other, failing, busy, cancelling = (client.threads.create()["id"] for _ in range(5))
+    thread, other, failing, busy, cancelling = (client.threads.create().id for _ in range(5))
     assert list(client.threads.stream(thread)) == []  # no run yet: [DONE] at once
-    blocking, cancelled = client.runs.create(busy, input=QUIET), client.runs.create(cancelling, input=QUIET)
+    blocking = client.runs.create(busy, input=QUIET).to_dict()
+    cancelled = client.runs.create(cancelling, input=QUIET).to_dict()
 
     commands = _Commands(env)
     commands.start("runs", "create", thread, "--input", "Why did the checkout deploy fail?", "--stream")
@@ -234,8 +259,8 @@ def check_runs_commands(env: dict[str, str], client: Threadline) -> None:
     assert [a["name"] for a in shown["artifacts"]] == ["summary.md"]
     assert ended.returncode == 1 and ended.stdout.splitlines()[-1].startswith("run cancelled (")
     assert interrupting.returncode == 0 and "word1 word2." in interrupting.stdout
-    assert [r["status"] for r in client.runs.iterate(busy)] == ["completed", "cancelled"]
-    assert client.runs.get(blocking["id"])["status"] == "cancelled"
+    assert [r.status for r in client.runs.list(busy)] == ["completed", "cancelled"]
+    assert client.runs.get(blocking["id"]).status == "cancelled"
 
 
 class _Cut(httpx.SyncByteStream):
@@ -278,14 +303,42 @@ def check_sdk_run_stream_resumes_after_dropped_connections(client: Threadline, k
     """A live run read through connections that keep breaking, inside frames too, gives every event once,
     in order: the same events as a clean replay (and as the thread's stream)."""
     transport = _Dropping()
-    with Threadline(key, url, transport=transport) as dropping:
-        thread = client.threads.create()["id"]
-        run = client.runs.create(thread, input="#notools #chunks=20 #delay=5")
-        events = list(dropping.runs.stream(run["id"]))
-        replay = list(client.runs.stream(run["id"]))
+    with Threadline(key, url, http_client=httpx.Client(transport=transport)) as dropping:
+        thread = client.threads.create().id
+        run = client.runs.create(thread, input="#notools #chunks=20 #delay=5").to_dict()
+        events = [event.to_dict() for event in dropping.runs.stream(run["id"])]
+        replay = [event.to_dict() for event in client.runs.stream(run["id"])]
         assert events == replay
         assert [e["cursor"] for e in events] == [f"{run['id']}.{i}" for i in range(1, len(events) + 1)]
         assert events[-1]["type"] == "run_completed" and events[-1]["status"] == "completed"
         resumed = [cursor for cursor in transport.cursors if cursor is not None]
         assert len(resumed) > 5 and set(resumed) <= {e["cursor"] for e in events}
-        assert list(client.threads.stream(thread)) == replay  # the thread's latest run
+        assert [
+            event.to_dict() for event in client.threads.stream(thread)
+        ] == replay  # the thread's latest run
+
+
+def test_terminal_output_is_styled_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from threadline.cli.client import terminal
+
+    snippet = "…the <mark>checkout</mark> deploy in <mark>prod</mark>"
+    assert terminal.highlighted(snippet) == "…the checkout deploy in prod"
+    assert terminal.matched_metadata(snippet, {"env": "prod", "team": "payments"}) == ["env=prod"]
+    assert terminal.level("warn") == "warn "
+    monkeypatch.setattr(terminal, "on_terminal", lambda: True)
+    shown = terminal.highlighted(snippet)
+    assert "<mark>" not in shown and "\x1b[1m" in shown and "checkout" in shown
+    assert terminal.matched_metadata(snippet, {"env": "Prod"})[0].startswith("env=\x1b[")
+    assert terminal.level("error") != "error" and "error" in terminal.level("error")
+
+
+def test_a_missing_key_names_the_variable_and_the_option(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
+    env["THREADLINE_DATA_DIR"] = str(tmp_path)
+    refused = threadline("keys", "list", env=env, check=False)
+    assert refused.returncode == 1
+    assert "THREADLINE_API_KEY" in refused.stderr and "--api-key" in refused.stderr
+    assert "api_key" not in refused.stderr.replace("--api-key", "")
+    helped = threadline("search", "threads", "--help", env=env).stdout
+    assert "QUERY" in helped and "{q}" not in helped and "--api-key" in helped
+    assert "--json <bool>" not in " ".join(helped.split())

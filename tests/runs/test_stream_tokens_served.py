@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import httpx
+from threadline_client import Threadline
 
 from tests.conftest import Backend
 from tests.runs.helpers import DONE, parse_sse
 from tests.support import Tenant, running_server, threadline
-from threadline.client import Threadline
 from threadline.config import Settings
 
 
@@ -21,12 +21,12 @@ def test_tokens_minted_by_client_and_cli_never_reach_the_log(
     env = {**backend.env(settings), "THREADLINE_ACCESS_LOG": "true", "THREADLINE_RUN_EXECUTION": "server"}
     with running_server(env, startup_timeout=90) as server:
         with Threadline(api_key=tenant.created.secret_value, base_url=f"{server.api_url}/v1") as client:
-            thread = client.threads.create(title="tokens")
-            run = client.runs.create(thread["id"], input="#notools #chunks=4")
+            thread = client.threads.create(title="tokens").to_dict()
+            run = client.runs.create(thread["id"], input="#notools #chunks=4").to_dict()
             for_run = client.runs.create_stream_token(
                 run["id"], ttl_seconds=120, origins=["https://a.example"]
-            )
-            for_thread = client.threads.create_stream_token(thread["id"])
+            ).to_dict()
+            for_thread = client.threads.create_stream_token(thread["id"]).to_dict()
         assert for_run["runId"] == run["id"] and for_run["token"].startswith("st_")
         assert for_thread["threadId"] == thread["id"]
         cli_env = {

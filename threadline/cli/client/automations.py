@@ -6,11 +6,12 @@ import itertools
 from typing import Annotated, Any
 
 import typer
+from threadline_client import NOT_GIVEN, Threadline
+from threadline_client.types import Automation
 
-from threadline.cli.client.common import call
+from threadline.cli.client.common import fetch, with_api_key
 from threadline.cli.client.runs import run_line
 from threadline.cli.output import emit_json, fail
-from threadline.client import Threadline
 
 automations = typer.Typer(
     no_args_is_help=True, help="Automations: runs on a schedule or on logs (through the API)."
@@ -96,7 +97,7 @@ def list_automations(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """The organization's newest automations."""
-    data = call(lambda c: list(itertools.islice(c.automations.iterate(), limit)))
+    data = fetch(lambda c: list(itertools.islice(c.automations.list(limit=min(limit, 100)), limit)))
     if json_output:
         emit_json(data)
         return
@@ -109,7 +110,7 @@ def show_automation(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """An automation: its trigger, its action and its last firing."""
-    data = call(lambda c: c.automations.get(automation_id))
+    data = fetch(lambda c: c.automations.get(automation_id))
     if json_output:
         emit_json(data)
         return
@@ -167,9 +168,9 @@ def create_automation(
     )
     assert trigger is not None  # a new trigger is never "keep the current one"
     action = _action(prompt, thread_id, model)
-    data = call(
+    data = fetch(
         lambda c: c.automations.create(
-            name=name, trigger=trigger, action=action, enabled=False if disabled else None
+            name=name, trigger=trigger, action=action, enabled=False if disabled else NOT_GIVEN
         )
     )
     emit_json(data) if json_output else typer.echo(_automation_line(data))
@@ -200,14 +201,14 @@ def update_automation(
     log_fields = _log_fields(project_id, level, contains, cooldown_seconds)
     action_fields = _action(prompt, thread_id, model)
 
-    def work(client: Threadline) -> dict[str, Any]:
+    def work(client: Threadline) -> Automation:
         changes: dict[str, Any] = {}
         if name is not None:
             changes["name"] = name
         if enabled is not None:
             changes["enabled"] = enabled
         if cron is not None or timezone is not None or on_log or log_fields or action_fields:
-            current = client.automations.get(automation_id)
+            current = client.automations.get(automation_id).to_dict()
             trigger = _trigger(current["trigger"], cron, timezone, on_log, log_fields)
             if trigger is not None:
                 changes["trigger"] = trigger
@@ -217,7 +218,7 @@ def update_automation(
             fail("nothing to change: give at least one option", code=2)
         return client.automations.update(automation_id, **changes)
 
-    data = call(work)
+    data = fetch(work)
     emit_json(data) if json_output else typer.echo(_automation_line(data))
 
 
@@ -226,7 +227,7 @@ def delete_automation(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Delete an automation (the runs it started stay)."""
-    data = call(lambda c: c.automations.delete(automation_id))
+    data = fetch(lambda c: c.automations.delete(automation_id))
     emit_json(data) if json_output else typer.echo(_automation_line(data))
 
 
@@ -235,16 +236,16 @@ def trigger_automation(
     json_output: Annotated[bool, typer.Option("--json", help="The run as JSON.")] = False,
 ) -> None:
     """Fire an automation now (enabled or not, cooldown or not) and print the run it started
-    (`threadline runs stream RUN_ID` follows it)."""
-    run = call(lambda c: c.automations.trigger(automation_id))
+    (threadline runs stream RUN_ID follows it)."""
+    run = fetch(lambda c: c.automations.trigger(automation_id))
     emit_json(run) if json_output else typer.echo(run_line(run))
 
 
 def register_automations(app: typer.Typer) -> None:
-    automations.command("list")(list_automations)
-    automations.command("show")(show_automation)
-    automations.command("create")(create_automation)
-    automations.command("update")(update_automation)
-    automations.command("delete")(delete_automation)
-    automations.command("trigger")(trigger_automation)
+    automations.command("list")(with_api_key(list_automations))
+    automations.command("show")(with_api_key(show_automation))
+    automations.command("create")(with_api_key(create_automation))
+    automations.command("update")(with_api_key(update_automation))
+    automations.command("delete")(with_api_key(delete_automation))
+    automations.command("trigger")(with_api_key(trigger_automation))
     app.add_typer(automations, name="automations")

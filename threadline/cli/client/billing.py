@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from threadline.cli.client.common import call
+from threadline.cli.client.common import fetch, with_api_key
 from threadline.cli.output import emit_json
 
 
@@ -20,7 +20,7 @@ def _transaction_line(entry: dict[str, Any]) -> str:
 
 def show_balance(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """The organization's credit balance."""
-    data = call(lambda c: c.billing.balance())
+    data = fetch(lambda c: c.billing.balance())
     if json_output:
         emit_json(data)
     else:
@@ -35,7 +35,7 @@ def list_transactions(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """The organization's ledger, newest first, one page at a time."""
-    body = call(lambda c: c.billing.transactions(page=page, limit=limit))
+    body = fetch(lambda c: c.billing.transactions(page=page, limit=limit))
     if json_output:
         emit_json(body)
         return
@@ -49,5 +49,5 @@ def list_transactions(
 
 def register_billing(billing: typer.Typer) -> None:
     """Into the ``billing`` group the operator's ``grant`` shares (see ``threadline.cli``)."""
-    billing.command("balance")(show_balance)
-    billing.command("transactions")(list_transactions)
+    billing.command("balance")(with_api_key(show_balance))
+    billing.command("transactions")(with_api_key(list_transactions))

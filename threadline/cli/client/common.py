@@ -1,22 +1,107 @@
-"""What every client command shares: the SDK client from the environment, its errors as exit status 1."""
+"""What every client command shares: the client (threadline_client) from ``--api-key`` or the environment,
+its results as plain JSON data for printing, its errors as exit status 1."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import os
+import typing
 from collections.abc import Callable
-from typing import TypeVar
+from contextvars import ContextVar
+from typing import Annotated, Any, TypeVar
+
+import typer
+from threadline_client import Page, Threadline, ThreadlineError
+from threadline_client.types import ThreadlineModel
 
 from threadline.cli.output import fail
-from threadline.client import Threadline, ThreadlineError
 
 T = TypeVar("T")
 
+_api_key: ContextVar[str | None] = ContextVar("api_key", default=None)
+
+NO_KEY = (
+    "no API key: set THREADLINE_API_KEY to a secret key (sk_…) or pass --api-key "
+    "(and THREADLINE_BASE_URL when the server is not at http://127.0.0.1:8080/v1)"
+)
+
 
 def call(work: Callable[[Threadline], T]) -> T:
+    api_key = _api_key.get() or os.environ.get("THREADLINE_API_KEY")
+    if not api_key:
+        fail(NO_KEY)
     try:
-        with Threadline() as client:
+        with Threadline(api_key=api_key) as client:
             return work(client)
     except ThreadlineError as error:
         fail(str(error))
+
+
+def plain(value: Any) -> Any:
+    """A result as JSON data, as it came on the wire (models, pages, and lists or tuples of them)."""
+    if isinstance(value, ThreadlineModel):
+        return value.to_dict()
+    if isinstance(value, Page):
+        page: dict[str, Any] = {"data": [plain(item) for item in value.data]}
+        if value.pagination is not None:
+            page["pagination"] = value.pagination.to_dict()
+        else:
+            page["nextCursor"] = value.next_cursor
+        return page
+    if isinstance(value, list | tuple):
+        return type(value)(plain(item) for item in value)
+    return value
+
+
+def fetch(work: Callable[[Threadline], Any]) -> Any:
+    """``call``, its result as plain JSON data."""
+    return plain(call(work))
+
+
+def _plainer(annotation: Any, name: str) -> Any:
+    """A parameter's help without a type for flags (``--json``, not ``--json <bool>``) and with a name in
+    capitals for arguments (``THREAD_ID``, not ``thread_id``)."""
+    if typing.get_origin(annotation) is not Annotated:
+        return annotation
+    for info in annotation.__metadata__:
+        if isinstance(info, typer.models.OptionInfo) and info.metavar is None:
+            flag = annotation.__origin__ in (bool, bool | None)
+            info.metavar = "" if flag else None
+        elif isinstance(info, typer.models.ArgumentInfo) and info.metavar is None:
+            info.metavar = name.upper()
+    return annotation
+
+
+def with_api_key(command: Callable[..., None]) -> Callable[..., None]:
+    """The command as the CLI registers it: with an ``--api-key`` option (default: THREADLINE_API_KEY),
+    and its help made plain (see ``_plainer``)."""
+
+    @functools.wraps(command)
+    def run(*args: Any, api_key: str | None = None, **kwargs: Any) -> None:
+        token = _api_key.set(api_key)
+        try:
+            command(*args, **kwargs)
+        finally:
+            _api_key.reset(token)
+
+    option_type = Annotated[
+        str | None,
+        typer.Option(
+            "--api-key", help="A secret key (sk_…); default: THREADLINE_API_KEY.", show_default=False
+        ),
+    ]
+    hints = {**typing.get_type_hints(command, include_extras=True), "api_key": option_type}
+    parameters = [
+        parameter.replace(annotation=_plainer(hints[parameter.name], parameter.name))
+        for parameter in inspect.signature(command).parameters.values()
+    ]
+    option = inspect.Parameter(
+        "api_key", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=option_type
+    )
+    run.__signature__ = inspect.Signature([*parameters, option])  # type: ignore[attr-defined]
+    run.__annotations__ = hints
+    return run
 
 
 def parse_metadata(pairs: list[str]) -> dict[str, str]:

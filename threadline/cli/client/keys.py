@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
-from threadline.cli.client.common import call
+from threadline.cli.client.common import fetch, with_api_key
 from threadline.cli.output import emit_json
+
+
+class KeyType(StrEnum):
+    secret = "secret"  # noqa: S105 - a key type, not a password
+    public = "public"
+
 
 keys = typer.Typer(no_args_is_help=True, help="API keys (through the API).")
 
@@ -19,7 +26,7 @@ def _key_line(key: dict[str, Any]) -> str:
 
 def me(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Which organization and key the configured credential stands for."""
-    data = call(lambda c: c.me())
+    data = fetch(lambda c: c.me.get())
     if json_output:
         emit_json(data)
     else:
@@ -30,22 +37,27 @@ def me(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
 
 def create_key(
     name: Annotated[str, typer.Option(help="A descriptive label.")],
-    type: Annotated[str, typer.Option("--type", help="secret or public.")] = "secret",
+    type: Annotated[KeyType, typer.Option("--type", help="secret or public.")] = KeyType.secret,
     project_id: Annotated[str | None, typer.Option(help="Project of a public key.")] = None,
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Create a key and print its value, the only time it is shown."""
-    data = call(lambda c: c.keys.create(name=name, type=type, project_id=project_id))
+    data = fetch(
+        lambda c: c.keys.create(
+            name=name, type="public" if type is KeyType.public else "secret", project_id=project_id
+        )
+    )
     if json_output:
         emit_json(data)
     else:
         typer.echo(_key_line(data))
         typer.echo(data["key"])
+        typer.echo("This is the only time the key's value is shown: store it now.", err=True)
 
 
 def list_keys(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Every key of the organization, newest first."""
-    data = call(lambda c: list(c.keys.iterate()))
+    data = fetch(lambda c: list(c.keys.list(limit=100)))
     if json_output:
         emit_json(data)
         return
@@ -55,13 +67,13 @@ def list_keys(json_output: Annotated[bool, typer.Option("--json")] = False) -> N
 
 def revoke_key(key_id: Annotated[str, typer.Argument(help="Key id (key_…).")]) -> None:
     """Revoke a key; every server process refuses it within a second."""
-    data = call(lambda c: c.keys.revoke(key_id))
+    data = fetch(lambda c: c.keys.revoke(key_id))
     typer.echo(_key_line(data))
 
 
 def register_keys(app: typer.Typer) -> None:
-    app.command()(me)
-    keys.command("create")(create_key)
-    keys.command("list")(list_keys)
-    keys.command("revoke")(revoke_key)
+    app.command()(with_api_key(me))
+    keys.command("create")(with_api_key(create_key))
+    keys.command("list")(with_api_key(list_keys))
+    keys.command("revoke")(with_api_key(revoke_key))
     app.add_typer(keys, name="keys")

@@ -9,10 +9,11 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
+from threadline_client import Threadline
+from threadline_client.types import RunEvent
 
-from threadline.cli.client.common import call, parse_metadata
+from threadline.cli.client.common import call, fetch, parse_metadata, with_api_key
 from threadline.cli.output import emit_json, fail
-from threadline.client import Threadline
 
 runs = typer.Typer(no_args_is_help=True, help="Agent runs (through the API).")
 
@@ -109,14 +110,15 @@ class _LiveRun:
             typer.echo(typer.style(out, dim=True) if reasoning else out, nl=False, err=reasoning)
 
 
-def _follow(run_id: str, events: Callable[[Threadline], Iterator[dict[str, Any]]], json_output: bool) -> None:
+def _follow(run_id: str, events: Callable[[Threadline], Iterator[RunEvent]], json_output: bool) -> None:
     """Prints a run's events until its end; exits 0 when it completed, 1 otherwise."""
     view = _LiveRun()
 
     def work(client: Threadline) -> str | None:
         status: str | None = None
         try:
-            for event in events(client):
+            for typed in events(client):
+                event = typed.to_dict()
                 if event["type"] == "run_completed":
                     status = event["status"]
                 if json_output:
@@ -170,7 +172,7 @@ def create_run(
     """Start a run on a thread. With --stream, print it live as it happens; exit status: 0 when the run
     completed, 1 when it failed or was cancelled (or on an error)."""
     values = parse_metadata(metadata or [])
-    run = call(
+    run = fetch(
         lambda c: c.runs.create(
             thread_id,
             input=input,
@@ -203,7 +205,7 @@ def show_run(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A run and its artifacts."""
-    run, found = call(lambda c: (c.runs.get(run_id), list(c.artifacts.iterate(run_id))))
+    run, found = fetch(lambda c: (c.runs.get(run_id), list(c.artifacts.list(run_id, limit=100))))
     if json_output:
         emit_json({"run": run, "artifacts": found})
         return
@@ -223,7 +225,7 @@ def list_runs(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """The thread's newest runs."""
-    data = call(lambda c: list(itertools.islice(c.runs.iterate(thread_id), limit)))
+    data = fetch(lambda c: list(itertools.islice(c.runs.list(thread_id, limit=min(limit, 100)), limit)))
     if json_output:
         emit_json(data)
         return
@@ -236,7 +238,7 @@ def cancel_run(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """End a queued or running run at once (an error if it has already ended)."""
-    run = call(lambda c: c.runs.cancel(run_id))
+    run = fetch(lambda c: c.runs.cancel(run_id))
     emit_json(run) if json_output else typer.echo(run_line(run))
 
 
@@ -249,7 +251,7 @@ def stream_token(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Mint a stream token: a browser reads this run's stream with ?token= and no secret key."""
-    minted = call(lambda c: c.runs.create_stream_token(run_id, ttl_seconds=ttl, origins=origins or None))
+    minted = fetch(lambda c: c.runs.create_stream_token(run_id, ttl_seconds=ttl, origins=origins or None))
     if json_output:
         emit_json(minted)
         return
@@ -258,10 +260,10 @@ def stream_token(
 
 
 def register_runs(app: typer.Typer) -> None:
-    runs.command("create")(create_run)
-    runs.command("stream")(stream_run)
-    runs.command("show")(show_run)
-    runs.command("list")(list_runs)
-    runs.command("cancel")(cancel_run)
-    runs.command("stream-token")(stream_token)
+    runs.command("create")(with_api_key(create_run))
+    runs.command("stream")(with_api_key(stream_run))
+    runs.command("show")(with_api_key(show_run))
+    runs.command("list")(with_api_key(list_runs))
+    runs.command("cancel")(with_api_key(cancel_run))
+    runs.command("stream-token")(with_api_key(stream_token))
     app.add_typer(runs, name="runs")

@@ -6,10 +6,12 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
+from threadline_client import Threadline
+from threadline_client.types import Thread
 
-from threadline.cli.client.common import call, parse_metadata
+from threadline.cli.client.common import fetch, parse_metadata, with_api_key
+from threadline.cli.client.terminal import highlighted, matched_metadata
 from threadline.cli.output import emit_json
-from threadline.client import Threadline
 
 threads = typer.Typer(no_args_is_help=True, help="Threads (through the API).")
 search = typer.Typer(no_args_is_help=True, help="Full-text search (through the API).")
@@ -30,15 +32,15 @@ def list_threads(
     """The newest threads."""
     wanted = parse_metadata(metadata or [])
 
-    def work(client: Threadline) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        for thread in client.threads.iterate(metadata=wanted):
+    def work(client: Threadline) -> list[Thread]:
+        found: list[Thread] = []
+        for thread in client.threads.list(limit=min(limit, 100), metadata=wanted):
             found.append(thread)
             if len(found) >= limit:
                 break
         return found
 
-    data = call(work)
+    data = fetch(work)
     if json_output:
         emit_json(data)
         return
@@ -51,7 +53,9 @@ def show_thread(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A thread and its messages, oldest first."""
-    thread, messages = call(lambda c: (c.threads.get(thread_id), list(c.messages.iterate(thread_id))))
+    thread, messages = fetch(
+        lambda c: (c.threads.get(thread_id), list(c.messages.list(thread_id, limit=100)))
+    )
     if json_output:
         emit_json({"thread": thread, "messages": messages})
         return
@@ -69,21 +73,26 @@ def create_thread(
     """Create a thread (optionally with a first user message)."""
     values = parse_metadata(metadata or [])
 
-    def work(client: Threadline) -> dict[str, Any]:
+    def work(client: Threadline) -> Thread:
         thread = client.threads.create(title=title, metadata=values)
         if message is not None:
-            client.messages.create(thread["id"], content=message)
-            thread = client.threads.get(thread["id"])
+            client.messages.create(thread.id, content=message)
+            thread = client.threads.get(thread.id)
         return thread
 
-    data = call(work)
+    data = fetch(work)
     emit_json(data) if json_output else typer.echo(_thread_line(data))
 
 
 def _print_hits(body: dict[str, Any], describe: Callable[[dict[str, Any]], str]) -> None:
+    """Each hit, its snippet under it (matches highlighted on a terminal) and, for a thread, the metadata
+    values that matched, labelled with their keys."""
     pagination = body["pagination"]
     for hit in body["data"]:
-        typer.echo(f"{describe(hit)}\n    {hit['snippet']}")
+        typer.echo(f"{describe(hit)}\n    {highlighted(hit['snippet'])}")
+        if "threadId" not in hit:  # a thread: its title or its metadata values matched
+            for label in matched_metadata(hit["snippet"], hit["metadata"]):
+                typer.echo(f"    matched metadata: {label}")
     typer.echo(
         f"page {pagination['page']} of {pagination['totalPages']} ({pagination['totalResults']} results)",
         err=True,
@@ -91,24 +100,24 @@ def _print_hits(body: dict[str, Any], describe: Callable[[dict[str, Any]], str])
 
 
 def search_threads(
-    q: Annotated[str, typer.Argument(help='Words, "phrases", OR, -exclusions.')],
+    q: Annotated[str, typer.Argument(metavar="QUERY", help='Words, "phrases", OR, -exclusions.')],
     page: Annotated[int, typer.Option(min=1)] = 1,
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Threads whose title or metadata match."""
-    body = call(lambda c: c.search.threads(q, page=page))
+    body = fetch(lambda c: c.search.threads(q, page=page))
     emit_json(body) if json_output else _print_hits(body, _thread_line)
 
 
 def search_messages(
-    q: Annotated[str, typer.Argument(help='Words, "phrases", OR, -exclusions.')],
+    q: Annotated[str, typer.Argument(metavar="QUERY", help='Words, "phrases", OR, -exclusions.')],
     thread_id: Annotated[str | None, typer.Option(help="Only this thread.")] = None,
     role: Annotated[str | None, typer.Option(help="Only this role.")] = None,
     page: Annotated[int, typer.Option(min=1)] = 1,
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Messages whose content matches."""
-    body = call(lambda c: c.search.messages(q, page=page, thread_id=thread_id, role=role))
+    body = fetch(lambda c: c.search.messages(q, page=page, thread_id=thread_id, role=role))
     if json_output:
         emit_json(body)
     else:
@@ -116,10 +125,10 @@ def search_messages(
 
 
 def register_threads(app: typer.Typer) -> None:
-    threads.command("list")(list_threads)
-    threads.command("show")(show_thread)
-    threads.command("create")(create_thread)
-    search.command("threads")(search_threads)
-    search.command("messages")(search_messages)
+    threads.command("list")(with_api_key(list_threads))
+    threads.command("show")(with_api_key(show_thread))
+    threads.command("create")(with_api_key(create_thread))
+    search.command("threads")(with_api_key(search_threads))
+    search.command("messages")(with_api_key(search_messages))
     app.add_typer(threads, name="threads")
     app.add_typer(search, name="search")
