@@ -96,6 +96,7 @@ def _config(app: object, listener: Listener, settings: Settings) -> uvicorn.Conf
         host=listener.host,
         port=listener.port,
         lifespan="on",
+        ws="none",  # no WebSocket route: uvicorn's default loaded a WebSocket implementation for nothing
         access_log=settings.access_log,
         log_config=None,
         timeout_graceful_shutdown=30,
