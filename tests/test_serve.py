@@ -62,24 +62,55 @@ async def test_sigterm_mid_traffic_loses_no_acknowledged_write(
     assert stored == set(acknowledged)
 
 
-def test_a_taken_port_is_a_clear_error(empty_env: dict[str, str]) -> None:
-    threadline("init", env=empty_env)
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        result = threadline(
+@pytest.mark.parametrize(
+    ("command", "taken", "message"),
+    [
+        ("serve", "--port", "the API's port {} is in use (another server?): choose another with --port"),
+        (
             "serve",
-            "--port",
-            str(port),
             "--intake-port",
-            str(free_port()),
-            env=empty_env,
-            check=False,
-            timeout=30,
-        )
+            "the intake's port {} is in use (another server?): choose another with --intake-port",
+        ),
+        (
+            "serve-intake",
+            "--port",
+            "the intake's port {} is in use (another server?): choose another with --port",
+        ),
+    ],
+)
+def test_a_taken_port_is_one_line_naming_the_option_that_moves_it(
+    empty_env: dict[str, str], command: str, taken: str, message: str
+) -> None:
+    threadline("init", env=empty_env)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        ports = {"--port": str(free_port()), "--intake-port": str(free_port())} if command == "serve" else {}
+        ports[taken] = str(port)
+        args = [part for option, value in ports.items() for part in (option, value)]
+        result = threadline(command, *args, env=empty_env, check=False, timeout=30)
     assert result.returncode == 1
-    assert "could not start" in result.stderr
+    assert result.stderr.splitlines() == [f"error: {message.format(f'127.0.0.1:{port}')}"]
+    assert result.stdout == ""
+
+
+def test_start_up_says_once_where_each_listener_answers(backend: Backend, settings: Settings) -> None:
+    """One line per listener naming it, and nothing else: no migration tool's chatter, none of uvicorn's
+    lines (each printed once per server, so twice); then one line as it drains and one when stopped."""
+    with running_server(backend.env(settings)) as server:
+        assert server.stop(signal.SIGTERM) == 0
+        said = [line.split(" ", 2)[2] for line in server.log().splitlines()]
+    started = [
+        f"INFO threadline.server: API at {server.api_url}/v1",
+        f"INFO threadline.server: dashboard at {server.api_url}/",
+        f"INFO threadline.server: intake at {server.intake_url}/v1/logs",
+    ]
+    assert sorted(said[:3]) == sorted(started)
+    assert said[3:] == [
+        "INFO threadline.server: shutting down: finishing the requests in flight (Ctrl-C again: at once)",
+        "INFO threadline.server: stopped",
+    ]
 
 
 @pytest.mark.parametrize("trusted", [False, True])

@@ -157,15 +157,16 @@ def _check_schema(settings: Settings) -> None:
         )
 
 
-def _serve(host: str, port: int | None, intake_port: int | None) -> None:
+def _serve(host: str, port: int | None, intake_port: int | None, intake_option: str) -> None:
+    """``intake_option``: the option that sets the intake's port, for the message when it is taken."""
     from threadline.kit.logging import configure_logging
     from threadline.server import Listener, ServeError, serve
 
     settings = _settings(redis=True)
     configure_logging(settings.log_level)
     _check_schema(settings)
-    api = Listener(host, port) if port is not None else None
-    intake = Listener(host, intake_port) if intake_port is not None else None
+    api = Listener(host, port, "--port") if port is not None else None
+    intake = Listener(host, intake_port, intake_option) if intake_port is not None else None
     try:
         import uvloop
 
@@ -182,7 +183,7 @@ def serve_command(
     ] = 8081,
 ) -> None:
     """Run the API and the intake until SIGTERM or Ctrl-C, then shut down gracefully."""
-    _serve(host, port, intake_port)
+    _serve(host, port, intake_port, "--intake-port")
 
 
 def serve_intake(
@@ -190,7 +191,7 @@ def serve_intake(
     port: Annotated[int, typer.Option(help="Intake port.", min=1, max=65535)] = 8081,
 ) -> None:
     """Run the intake alone, to scale it apart from the API."""
-    _serve(host, None, port)
+    _serve(host, None, port, "--port")
 
 
 def worker() -> None:

@@ -1,5 +1,11 @@
 """Logging set-up, with a filter that masks anything shaped like a key before it is written anywhere.
 
+uvicorn's "uvicorn.error" logger speaks at INFO for every server of a process (its start, its address,
+its application's start-up and shutdown): with the API and the intake in one process each line came twice,
+and ``threadline.server`` says where each listener answers in one line of its own. It keeps its warnings
+and errors, and says everything at ``debug``. Alembic, whenever the schema is checked (each start) or
+migrated, reports each plugin it loads and each context it opens: below warnings, that is chatter.
+
 Stream tokens (``st_``) travel in URLs (``?token=``), so the access log would write them with every stream
 opened; both their shape and any ``token=`` query value are masked, whatever the value looks like."""
 
@@ -34,3 +40,6 @@ def configure_logging(level: str) -> None:
         logger = logging.getLogger(name)
         logger.handlers[:] = []
         logger.propagate = True
+    chatty = logging.NOTSET if root.level <= logging.DEBUG else logging.WARNING
+    logging.getLogger("uvicorn.error").setLevel(chatty)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
