@@ -70,7 +70,8 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
     async with open_services(settings, runs, chores=api is not None) as services:
         servers = []
         if api is not None:
-            servers.append(_Server(_config(create_app(settings, services), api, settings)))
+            app = create_app(settings, services, intake_port=intake.port if intake is not None else None)
+            servers.append(_Server(_config(app, api, settings)))
         if intake is not None:
             servers.append(_Server(_config(create_intake_app(settings, services), intake, settings)))
 
