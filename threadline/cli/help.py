@@ -1,5 +1,6 @@
 """Help screens that read like a Unix command's: ``orgs create NAME``, not ``orgs create {name}``, and no
-``<bool>`` type column beside flags (a flag takes no value) nor ``<str>`` beside every argument.
+``<bool>`` type column beside flags (a flag takes no value) nor ``<str>`` beside every argument, and
+``--owner-email OWNER_EMAIL`` rather than ``--owner-email <str>``.
 
 Typer 0.29 draws those itself, with no setting to turn them off, so its two drawing methods are
 replaced once, before any help is drawn; tests/cli/test_help.py holds the screens to this."""
@@ -32,7 +33,12 @@ def plain_help() -> None:
         return name + ("..." if self.nargs != 1 else "")
 
     def option_type_unless_flag(self: TyperOption, ctx: Any) -> str | None:
-        return None if self.is_flag else option_type(self, ctx)
+        """Nothing for a flag; the option's name in capitals for text and paths (--owner-email
+        OWNER_EMAIL); the type otherwise (ranges and choices say something)."""
+        if self.is_flag:
+            return None
+        shown = option_type(self, ctx)
+        return (self.name or "").upper() if shown in ("<str>", "<path>") else shown
 
     def argument_type_unless_text(self: TyperArgument, ctx: Any) -> str | None:
         shown = argument_type(self, ctx)

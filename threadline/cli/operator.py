@@ -252,7 +252,9 @@ def create_org(
     emit_json(data) if json_output else _print_bootstrap(data)
 
 
-def list_orgs(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def list_orgs(
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON array.")] = False,
+) -> None:
     """Every organization, oldest first."""
     import sqlalchemy as sa
 
