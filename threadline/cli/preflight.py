@@ -18,6 +18,8 @@ from urllib.parse import quote
 from threadline.cli.output import fail
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
     from threadline.config import Settings
 
 CONFIG_ERROR = 2
@@ -25,7 +27,6 @@ _CONNECT_SECONDS = 4.0
 
 
 def check_database(settings: Settings) -> None:
-    import asyncpg
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -44,17 +45,32 @@ def check_database(settings: Settings) -> None:
             f"THREADLINE_DATABASE_URL names {backend!r}: Threadline runs on PostgreSQL (postgresql://...) "
             "or, with the setting unset, on SQLite"
         )
-    where = f"{url.host or 'localhost'}:{url.port or 5432}/{url.database or ''}"
+    _ask_postgres(url, "SELECT 1")
 
-    async def probe() -> None:
+
+def _ask_postgres(url: URL, query: str) -> object:
+    """``query``'s one value, on a connection of its own, or one line saying why PostgreSQL could not be
+    asked."""
+    import asyncpg
+
+    where = _where(url)
+
+    async def probe() -> object:
         dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
         connection = await asyncpg.connect(dsn, timeout=_CONNECT_SECONDS)
-        await connection.close()
+        try:
+            return await connection.fetchval(query)
+        finally:
+            await connection.close()
 
     try:
-        asyncio.run(asyncio.wait_for(probe(), _CONNECT_SECONDS + 0.5))
+        return asyncio.run(asyncio.wait_for(probe(), _CONNECT_SECONDS + 0.5))
     except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError, ValueError) as error:
         _refuse(f"THREADLINE_DATABASE_URL: cannot connect to PostgreSQL at {where}: {_cause(error)}")
+
+
+def _where(url: URL) -> str:
+    return f"{url.host or 'localhost'}:{url.port or 5432}/{url.database or ''}"
 
 
 def sqlite_file(settings: Settings) -> Path | None:
@@ -112,28 +128,13 @@ def _check_sqlite_file(path: Path, settings: Settings) -> None:
 
 
 def _check_postgres_schema(settings: Settings) -> None:
-    import asyncpg
     from sqlalchemy.engine import make_url
 
     url = make_url(settings.resolved_database_url)
-    where = f"{url.host or 'localhost'}:{url.port or 5432}/{url.database or ''}"
-
-    async def probe() -> bool:
-        dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        connection = await asyncpg.connect(dsn, timeout=_CONNECT_SECONDS)
-        try:
-            return bool(await connection.fetchval("SELECT to_regclass('alembic_version') IS NOT NULL"))
-        finally:
-            await connection.close()
-
-    try:
-        present = asyncio.run(asyncio.wait_for(probe(), _CONNECT_SECONDS + 0.5))
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError, ValueError) as error:
-        _refuse(f"THREADLINE_DATABASE_URL: cannot connect to PostgreSQL at {where}: {_cause(error)}")
-    if not present:
+    if not _ask_postgres(url, "SELECT to_regclass('alembic_version') IS NOT NULL"):
         _refuse(
-            f"the PostgreSQL database {where} holds no Threadline schema: run `threadline init` to create "
-            "one there, or set THREADLINE_DATABASE_URL to the database that holds it"
+            f"the PostgreSQL database {_where(url)} holds no Threadline schema: run `threadline init` to "
+            "create one there, or set THREADLINE_DATABASE_URL to the database that holds it"
         )
 
 
