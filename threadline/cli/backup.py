@@ -7,6 +7,7 @@ pg_dump and pg_restore (docs/operations.md)."""
 from __future__ import annotations
 
 import os
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -82,8 +83,8 @@ def backup(
         os.replace(partial, path)
     except storage.NotADatabase as error:
         fail(f"cannot back up {source}: {error}")
-    except OSError as error:
-        fail(f"cannot write {path}: {error.strerror or error}")
+    except (OSError, sqlite3.Error) as error:
+        fail(f"cannot write {path}: {getattr(error, 'strerror', None) or error}")
     finally:
         progress.done()
         partial.unlink(missing_ok=True)
@@ -135,8 +136,8 @@ def restore(
         fail(f"{source} cannot be restored: {error}")
     except storage.InUse:
         fail(_in_use(database))
-    except OSError as error:
-        fail(f"cannot restore into {database}: {error.strerror or error}")
+    except (OSError, sqlite3.Error) as error:
+        fail(f"cannot restore into {database}: {getattr(error, 'strerror', None) or error}")
     finally:
         progress.done()
         partial.unlink(missing_ok=True)
