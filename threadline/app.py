@@ -22,6 +22,7 @@ from threadline.runtime import Services
 from threadline.search.endpoints import router as search_router
 from threadline.settings.endpoints import router as settings_router
 from threadline.telemetry.endpoints import router as logs_router
+from threadline.telemetry.misdirected import MisdirectedIntake
 from threadline.threads.endpoints import router as threads_router
 from threadline.threads.fast_list import LIST_ROUTE, ThreadListEndpoint
 
@@ -30,16 +31,23 @@ _API_PATHS = ("/v1", "/docs", "/healthz", "/readyz")
 
 
 def create_app(
-    settings: Settings | None = None, services: Services | None = None, *, chores: bool = True
+    settings: Settings | None = None,
+    services: Services | None = None,
+    *,
+    chores: bool = True,
+    intake_port: int | None = None,
 ) -> FastAPI:
     """``chores``: whether the app's own services (``services`` not given) run the background chores, as
-    any process serving the API does; tests turn them off to run each chore when they choose."""
+    any process serving the API does; tests turn them off to run each chore when they choose.
+    ``intake_port``: where this process's intake listens (``threadline serve``), named to a client that
+    sends telemetry to the API's port (``telemetry.misdirected``)."""
     settings = settings or Settings()
     app = assemble(
         "Threadline API",
         "api",
         settings,
         services,
+        outer=[(MisdirectedIntake, {"intake_port": intake_port})],
         served_before_routing=(ThreadListEndpoint, LIST_ROUTE),
         chores=chores,
     )

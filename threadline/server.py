@@ -129,7 +129,8 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
     async with open_services(settings, runs, chores=api is not None) as services:
         servers: list[tuple[_Server, socket.socket]] = []
         if api is not None:
-            app = _config(create_app(settings, services), api, settings)
+            intake_port = intake.port if intake is not None else None
+            app = _config(create_app(settings, services, intake_port=intake_port), api, settings)
             announce = [f"API at {api.url('/v1')}", f"dashboard at {api.url('/')}"]
             servers.append((_Server(app, announce), sockets[0]))
         if intake is not None:

@@ -22,12 +22,20 @@ T = TypeVar("T")
 orgs = typer.Typer(no_args_is_help=True, help="Organizations (operator).")
 
 
-def _settings(*, redis: bool = False) -> Settings:
+def _settings(*, redis: bool = False, create: bool = False) -> Settings:
     """The settings, with the database checked reachable (and Redis, for commands that use it): a wrong
-    setting ends the command with one line naming it (``cli.preflight``)."""
+    setting ends the command with one line naming it (``cli.preflight``). ``create``: the command may
+    create the database (``init``, ``migrate``, ``restore``); every other one needs it to exist and hold
+    Threadline's schema, and creates nothing (not even the data directory) when it does not."""
     from pydantic import ValidationError
 
-    from threadline.cli.preflight import CONFIG_ERROR, check_database, check_redis
+    from threadline.cli.preflight import (
+        CONFIG_ERROR,
+        check_database,
+        check_initialised,
+        check_redis,
+        sqlite_file,
+    )
     from threadline.config import Settings
 
     try:
@@ -38,11 +46,15 @@ def _settings(*, redis: bool = False) -> Settings:
             for problem in error.errors(include_url=False)
         )
         fail(problems, CONFIG_ERROR)
-    if settings.is_sqlite:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
     check_database(settings)
     if redis:
         check_redis(settings)
+    if create:
+        path = sqlite_file(settings)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        check_initialised(settings)
     return settings
 
 
@@ -105,7 +117,7 @@ def init(
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     owner_email: Annotated[str, typer.Option(help="Email of the dashboard owner login.")] = "owner@localhost",
 ) -> None:
-    """Create the database, organization `default`, project `default`, the owner login and two keys."""
+    """Create the database, organization "default", project "default", the owner login and two keys."""
     import sqlalchemy as sa
 
     from threadline.organizations import service as org_service
@@ -113,7 +125,7 @@ def init(
     from threadline.organizations.tables import organizations
     from threadline.users import service as users
 
-    settings = _settings()
+    settings = _settings(create=True)
     refusal = "this database is already initialised; add organizations with `threadline orgs create`"
 
     async def initialised(db: Database) -> bool:
@@ -142,10 +154,24 @@ def init(
 
 
 def migrate() -> None:
-    """Apply every pending schema migration."""
-    settings = _settings()
-    _migrate(settings)
-    typer.echo("database is up to date")
+    """Apply every pending schema migration, one at a time (each named on a terminal).
+
+    Creates the database when there is none (an embedded one in THREADLINE_DATA_DIR, and says so); every
+    other operator command but init and restore refuses to run without one."""
+    import time
+
+    from threadline.cli import migrating
+    from threadline.cli.preflight import sqlite_file
+
+    settings = _settings(create=True)
+    path = sqlite_file(settings)
+    if path is not None and not path.exists():
+        typer.echo(
+            f"creating a new database at {path} (threadline init adds the first organization)", err=True
+        )
+    started = time.monotonic()
+    applied = migrating.apply(settings)
+    migrating.summary(applied, time.monotonic() - started)
 
 
 def _check_schema(settings: Settings) -> None:
@@ -227,7 +253,9 @@ def create_org(
     emit_json(data) if json_output else _print_bootstrap(data)
 
 
-def list_orgs(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def list_orgs(
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON array.")] = False,
+) -> None:
     """Every organization, oldest first."""
     import sqlalchemy as sa
 

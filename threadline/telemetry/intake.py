@@ -193,7 +193,8 @@ async def ingest_logs(request: Request) -> None:
     """Log records with a project's public key (`x-service-key`): one record, an array (at most 1,000),
     NDJSON, or OpenTelemetry OTLP/HTTP logs (JSON or protobuf); `Content-Encoding: gzip` accepted. At most
     5 MiB per request after decompression and 1 MiB per record. All or nothing: a bad record is a 400
-    naming its index and nothing is stored. The answer comes after the commit."""
+    naming its index and nothing is stored. The answer comes after the commit. Sent to the API's port
+    instead, it is answered 421 `MISDIRECTED_REQUEST` (reason `USE_INTAKE`) naming the intake's address."""
     never_routed(request)
 
 
@@ -207,7 +208,8 @@ async def ingest_logs(request: Request) -> None:
 )
 async def ingest_events(request: Request) -> None:
     """Product events with a project's public key (`x-service-key`); the same formats (but OTLP),
-    limits and guarantees as log records. Stored as telemetry of kind `event`."""
+    limits and guarantees as log records. Stored as telemetry of kind `event`. Sent to the API's port
+    instead, it is answered 421 `MISDIRECTED_REQUEST` (reason `USE_INTAKE`) naming the intake's address."""
     never_routed(request)
 
 

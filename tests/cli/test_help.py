@@ -1,0 +1,49 @@
+"""The operator commands' help reads like a Unix command's: real argument names (ORG_ID, not {org_id}),
+no type column beside flags (<bool>) or text arguments (<str>), no reStructuredText markup (``x``)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.support import threadline
+
+_OPERATOR = [
+    (),
+    ("init",),
+    ("migrate",),
+    ("serve",),
+    ("serve-intake",),
+    ("worker",),
+    ("openapi",),
+    ("backup",),
+    ("restore",),
+    ("orgs", "create"),
+    ("orgs", "list"),
+    ("orgs", "set-limit"),
+    ("users", "create"),
+    ("users", "set-password"),
+    ("billing", "grant"),
+    ("keys", "mint"),
+]
+_USAGE = {
+    ("orgs", "create"): "orgs create [OPTIONS] NAME",
+    ("orgs", "set-limit"): "orgs set-limit [OPTIONS] ORG_ID",
+    ("billing", "grant"): "billing grant [OPTIONS] ORG_ID AMOUNT",
+    ("users", "set-password"): "users set-password [OPTIONS] EMAIL",
+    ("backup",): "backup [OPTIONS] PATH",
+    ("restore",): "restore [OPTIONS] PATH",
+}
+
+
+@pytest.mark.parametrize("command", _OPERATOR, ids=lambda c: "-".join(c) or "threadline")
+def test_operator_help_is_plain(command: tuple[str, ...]) -> None:
+    env = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb", "PATH": "/usr/bin:/bin"}
+    shown = threadline(*command, "--help", env=env).stdout
+    assert "<bool>" not in shown and "<str>" not in shown and "<path>" not in shown
+    assert not re.search(r"\{\w+\}", shown), shown
+    assert "``" not in shown and "`" not in shown, shown
+    assert re.search(r"--help\s+Show this message and exit", shown)
+    if command in _USAGE:
+        assert _USAGE[command] in shown, shown
