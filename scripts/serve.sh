@@ -34,7 +34,8 @@ migrated="$data_dir/.threadline-migrated"
 schema=$(digest threadline/storage/migrations/versions/*.py)
 if [ -n "${THREADLINE_DATABASE_URL:-}" ] || [ ! -f "$data_dir/threadline.db" ] \
   || [ "$(cat "$migrated" 2>/dev/null)" != "$schema" ]; then
-  .venv/bin/threadline migrate >/dev/null
+  # Quiet unless it fails: its progress lines are for an operator at a terminal, not for every start.
+  if ! out=$(.venv/bin/threadline migrate 2>&1); then echo "$out" >&2; exit 1; fi
   if [ -z "$(.venv/bin/threadline orgs list --json | tr -d '[:space:][]')" ]; then
     .venv/bin/threadline init
     echo
