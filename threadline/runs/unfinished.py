@@ -26,7 +26,10 @@ _COMPLETE = "text_complete"
 async def write_unfinished_messages(conn: Conn, run: Run, status: str) -> int:
     """Writes the run's announced but unwritten messages; returns how many. The caller holds the run's
     lock: nothing the executor could still commit escapes (its commits wait for that lock, then find the
-    run ended)."""
+    run ended). A run that completed has none (its agent ended every turn it began, and everything it
+    emitted was committed before its end), so its events are not read: a long answer has many."""
+    if status == "completed":
+        return 0
     repository = events.EventRepository(conn, run.organization_id)
     announced = await repository.of_types(run.id, (_STARTED, _COMPLETE))
     started: dict[str, None] = {}  # the messageIds announced, in order (the agent's are all assistant's)
