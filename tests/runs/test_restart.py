@@ -45,6 +45,7 @@ def test_a_stopped_server_leaves_no_run_running(
     with httpx.Client(timeout=30) as http:
         with running_server(env) as first:
             thread, run = start_slow_run(http, first.api_url, tenant)
+            time.sleep(0.5)  # mid-answer: some of its text streamed (a chunk every 20 ms)
             stopped = first.stop(sig)
             assert stopped == (0 if sig == signal.SIGTERM else -signal.SIGKILL)
         with running_server(env) as second:
@@ -60,3 +61,14 @@ def test_a_stopped_server_leaves_no_run_running(
             assert (state["status"], state["error"]["code"]) == ("failed", code)
             thread_state = http.get(f"{second.api_url}/v1/threads/{thread}", headers=tenant.secret).json()
             assert thread_state["activeRunId"] is None
+            # The answer cut off mid-turn is a message all the same, with what it streamed.
+            [message_id] = {e["messageId"] for e in events[:-1] if "messageId" in e}
+            message = http.get(
+                f"{second.api_url}/v1/threads/{thread}/messages/{message_id}", headers=tenant.secret
+            )
+            assert message.status_code == 200, message.text
+            streamed = "".join(e["delta"] for e in events[:-1] if e["type"] == "text_chunk")
+            assert (message.json()["content"], message.json()["metadata"]) == (
+                streamed,
+                {"incomplete": "failed"},
+            )

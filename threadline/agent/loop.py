@@ -1,8 +1,11 @@
 """The agent loop: model turns and tool calls until the model answers without calling a tool.
 
-Each turn's events go through the run's recorder in the order the model produced them. The assistant's
-message is written to the thread with its ``text_complete`` event (same transaction), under the id its
-``message_started`` announced.
+Each turn's events go through the run's recorder in the order the model produced them. A turn that streams
+anything (text or reasoning) announces a message with ``message_started`` and writes it to the thread with
+its ``text_complete`` event (same transaction), under the announced id: with the turn's text, which is empty
+for a turn that only reasoned and called tools (the tools it called are named in ``metadata.toolCalls``),
+so every ``messageId`` a client sees in a run's events can be read once the run has ended. A run that ends
+mid-turn has its message written by its end (``threadline.runs.unfinished``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from threadline.agent.models import (
 from threadline.agent.tools import SPECS, ToolContext, call_tool
 from threadline.kit.db import Conn
 from threadline.kit.ids import new_id
+from threadline.kit.metadata import MAX_VALUE_CHARS
 from threadline.messages.service import append_message
 from threadline.runs.recorder import Effect, RunRecorder
 
@@ -89,14 +93,28 @@ async def _turn(
                 await recorder.emit("reasoning_chunk", {"messageId": message_id, "delta": delta.text})
     content = "".join(text)
     if started:
-        # A turn that only reasoned (before calling tools) leaves no message in the thread.
-        write = None
-        if content:
-            write = _write_message(
-                recorder.organization_id, recorder.thread_id, recorder.run_id, message_id, content
-            )
+        write = _write_message(
+            recorder.organization_id,
+            recorder.thread_id,
+            recorder.run_id,
+            message_id,
+            content,
+            _tool_calls_metadata(calls),
+        )
         await recorder.emit("text_complete", {"messageId": message_id, "text": content}, effect=write)
     return content, calls
+
+
+def _tool_calls_metadata(calls: Sequence[ToolCall]) -> dict[str, str]:
+    """``{"toolCalls": "search_messages,query_logs"}``: the names of the tools the turn called, in order,
+    cut to whole names within a metadata value's limit (their ids and arguments are in the events)."""
+    names = ""
+    for call in calls:
+        joined = f"{names},{call.name}" if names else call.name
+        if len(joined) > MAX_VALUE_CHARS:
+            break
+        names = joined
+    return {"toolCalls": names} if names else {}
 
 
 def _arguments(raw: str) -> Any:
@@ -108,7 +126,12 @@ def _arguments(raw: str) -> Any:
 
 
 def _write_message(
-    organization_id: str, thread_id: str, run_id: str, message_id: str, content: str
+    organization_id: str,
+    thread_id: str,
+    run_id: str,
+    message_id: str,
+    content: str,
+    metadata: dict[str, str],
 ) -> Effect:
     async def write(conn: Conn) -> None:
         await append_message(
@@ -117,7 +140,7 @@ def _write_message(
             thread_id,
             role="assistant",
             content=content,
-            metadata={},
+            metadata=metadata,
             run_id=run_id,
             message_id=message_id,
         )

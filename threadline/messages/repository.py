@@ -72,16 +72,29 @@ class MessageRepository:
         row = (await self._conn.execute(query)).mappings().first()
         return from_row(row) if row else None
 
+    async def existing(self, thread_id: str, message_ids: Sequence[str]) -> set[str]:
+        """Which of ``message_ids`` the thread has."""
+        if not message_ids:
+            return set()
+        query = sa.select(messages.c.id).where(
+            messages.c.id.in_(message_ids),
+            messages.c.thread_id == thread_id,
+            messages.c.organization_id == self._organization_id,
+        )
+        return set((await self._conn.execute(query)).scalars())
+
     async def history(self, thread_id: str, *, up_to_run: str, limit: int) -> list[Message]:
         """The thread's newest ``limit`` user, assistant and system messages, oldest first, as a run sees
         them: not the inputs of runs queued after ``up_to_run`` (ids are time-ordered; each answers its
-        own)."""
+        own). An assistant turn without text (one that only reasoned and called tools, or was cut off before
+        its first word) says nothing to the model and is left out."""
         query = (
             sa.select(*_COLUMNS)
             .where(
                 messages.c.thread_id == thread_id,
                 messages.c.organization_id == self._organization_id,
                 messages.c.role.in_(("user", "assistant", "system")),
+                sa.or_(messages.c.role != "assistant", messages.c.content != ""),
                 sa.or_(messages.c.run_id.is_(None), messages.c.run_id <= up_to_run),
             )
             .order_by(messages.c.id.desc())

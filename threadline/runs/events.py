@@ -114,6 +114,19 @@ class EventRepository:
         )
         return [Event(row.seq, row.type, row.data, row.created_at) for row in await self._conn.execute(query)]
 
+    async def of_types(self, run_id: str, types: Sequence[str]) -> list[Event]:
+        """The run's events of these types, in order (the run's end reads what its messages said)."""
+        query = (
+            sa.select(run_events.c.seq, run_events.c.type, run_events.c.data, run_events.c.created_at)
+            .where(
+                run_events.c.run_id == run_id,
+                run_events.c.organization_id == self._organization_id,
+                run_events.c.type.in_(types),
+            )
+            .order_by(run_events.c.seq)
+        )
+        return [Event(row.seq, row.type, row.data, row.created_at) for row in await self._conn.execute(query)]
+
 
 def announcement(organization_id: str, run_id: str, events: Sequence[Event]) -> str:
     """``<runId>\n<json>``: a process reads the run id and parses the rest only if it streams that run

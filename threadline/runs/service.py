@@ -29,6 +29,7 @@ from threadline.runs import events
 from threadline.runs.artifacts import Artifact, ArtifactRepository
 from threadline.runs.events import RUN_COMPLETED, RUN_EVENTS, Event
 from threadline.runs.repository import Run, RunRepository, RunsAcrossOrganizations, Status
+from threadline.runs.unfinished import write_unfinished_messages
 from threadline.settings.service import DEFAULT_MODEL
 from threadline.threads import service as threads
 from threadline.threads.repository import Thread, ThreadRepository
@@ -245,7 +246,9 @@ async def _end(
     error: tuple[str, str] | None,
 ) -> Run:
     """Every end of a run comes here, once (the callers hold the run's lock and saw it active): its last
-    events, its status, its thread's next active run and its one ledger debit commit together."""
+    events, its status, its thread's next active run, the messages it announced but had not written, and
+    its one ledger debit commit together."""
+    await write_unfinished_messages(conn, run, status)
     now = utcnow()
     made: list[Event] = []
     if error is not None:
