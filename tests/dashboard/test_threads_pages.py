@@ -83,8 +83,29 @@ async def test_thread_page_timeline_runs_and_escaping(
     assert page.status_code == 200
     assert '<li class="message user"' in page.text and '<li class="message assistant"' in page.text
     assert "<script>alert('x')</script>" not in page.text and "&lt;script&gt;" in page.text
-    assert f'href="/runs/{run["id"]}"' in page.text and '<span class="badge completed">' in page.text
+    assert f'href="/runs/{run["id"]}"' in page.text
+    assert f'<span class="badge completed" data-run-badge="{run["id"]}">' in page.text
     assert 'for="message">Message</label>' in page.text and ">Start run</button>" in page.text
+
+
+async def test_turns_without_text_say_what_they_did(
+    dashboard: Dashboard, client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    """A run's turn that only called tools is a message without content (docs/behaviour.md): the timeline
+    names its tools instead of an empty box, and marks an answer a failure cut off."""
+    thread = await make_thread(client, tenant, title="Tools")
+    run = await start_run(client, tenant, thread, input="why did it fail?")
+    await wait_for_status(client, tenant, run["id"], "completed")
+    page = await dashboard.get(f"/threads/{thread}")
+    assert "Called search_messages, query_logs." in page.text and "Called create_artifact." in page.text
+
+    failed_thread = await make_thread(client, tenant, title="Failing")
+    failed = await start_run(client, tenant, failed_thread, input="explain #fail")
+    await wait_for_status(client, tenant, failed["id"], "failed")
+    page = await dashboard.get(f"/threads/{failed_thread}")
+    assert (
+        "(no text)" in page.text and "Cut off: the run failed before this answer was finished." in page.text
+    )
 
 
 async def test_start_run_from_the_page(
