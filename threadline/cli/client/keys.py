@@ -16,7 +16,10 @@ class KeyType(StrEnum):
     public = "public"
 
 
-keys = typer.Typer(no_args_is_help=True, help="API keys: create, list, revoke (through the API); mint (operator, on the database).")
+keys = typer.Typer(
+    no_args_is_help=True,
+    help="API keys: create, list, revoke (through the API); mint (operator, on the database).",
+)
 
 
 def _key_line(key: dict[str, Any]) -> str:
