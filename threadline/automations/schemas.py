@@ -11,7 +11,7 @@ from pydantic_core import PydanticCustomError
 
 from threadline.automations.repository import Automation
 from threadline.automations.schedule import MAX_CRON_CHARS, check_cron, check_timezone
-from threadline.kit.schemas import RequestModel, ResponseModel, Timestamp
+from threadline.kit.schemas import NOT_BLANK, Documented, NullRefused, RequestModel, ResponseModel, Timestamp
 from threadline.settings.schemas import ModelName
 from threadline.telemetry.schemas import LEVELS, Level, normalize_level
 
@@ -33,7 +33,12 @@ def _no_nul(value: str) -> str:
 
 
 NoNul = AfterValidator(_no_nul)
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200), NoNul]
+Name = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
+    NoNul,
+    Documented({"pattern": NOT_BLANK}),
+]
 ResourceId = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 
 _FIELDS_OF: dict[str, tuple[str, ...]] = {
@@ -71,7 +76,7 @@ class TriggerIn(RequestModel):
     project_id: ResourceId | None = Field(
         None, description="log: only this project's records (default: any)."
     )
-    level: str | None = Field(
+    level: Annotated[str, Documented({"enum": list(LEVELS)})] | None = Field(
         None,
         max_length=16,
         description=f"log: records at this level or above ({', '.join(LEVELS)}; default {DEFAULT_LEVEL}).",
@@ -153,12 +158,13 @@ class AutomationCreate(RequestModel):
 
 
 class AutomationUpdate(RequestModel):
-    """Fields present are replaced (``trigger`` and ``action`` as whole objects); absent ones are kept."""
+    """Fields present are replaced (``trigger`` and ``action`` as whole objects); absent ones are kept.
+    None of them can be null (400, ``endpoints.update_automation``): the contract does not offer null."""
 
-    name: Name | None = None
-    enabled: StrictBool | None = None
-    trigger: TriggerIn | None = None
-    action: ActionIn | None = None
+    name: Annotated[Name | None, NullRefused()] = None
+    enabled: Annotated[StrictBool | None, NullRefused()] = None
+    trigger: Annotated[TriggerIn | None, NullRefused()] = None
+    action: Annotated[ActionIn | None, NullRefused()] = None
 
 
 class ScheduleTriggerOut(ResponseModel):

@@ -6,13 +6,17 @@ from pydantic import Field, StringConstraints
 
 from threadline.keys.repository import ApiKey
 from threadline.keys.tokens import PREFIXES, KeyType
-from threadline.kit.schemas import RequestModel, ResponseModel, Timestamp
+from threadline.kit.schemas import NOT_BLANK, Documented, RequestModel, ResponseModel, Timestamp
 
-KeyName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+KeyName = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
+    Documented({"pattern": NOT_BLANK}),
+]
 
 
 class KeyCreate(RequestModel):
-    name: KeyName = Field(description="A descriptive label; 1 to 200 characters.")
+    name: KeyName = Field(description="A descriptive label; 1 to 200 characters, not only whitespace.")
     type: KeyType = Field(description="`secret` (whole organization, server side) or `public` (one project).")
     project_id: str | None = Field(None, description="Required for public keys; not allowed for secret keys.")
     rate_limit_per_minute: int | None = Field(

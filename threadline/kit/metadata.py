@@ -6,6 +6,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
+from threadline.kit.schemas import Documented
+
 MAX_KEYS = 16
 MAX_KEY_CHARS = 64
 MAX_VALUE_CHARS = 512
@@ -25,6 +27,13 @@ def _check(value: dict[str, str]) -> dict[str, str]:
 Metadata = Annotated[
     dict[str, str],
     AfterValidator(_check),
+    Documented(
+        {
+            "maxProperties": MAX_KEYS,
+            "propertyNames": {"minLength": 1, "maxLength": MAX_KEY_CHARS},
+            "additionalProperties": {"type": "string", "maxLength": MAX_VALUE_CHARS},
+        }
+    ),
     Field(
         description=f"String map: up to {MAX_KEYS} keys of up to {MAX_KEY_CHARS} characters, "
         f"values of up to {MAX_VALUE_CHARS}."

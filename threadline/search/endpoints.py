@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Annotated, Protocol
+from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends, Query, Request
 
@@ -9,6 +9,7 @@ from threadline.kit.db import Database
 from threadline.kit.deps import PageDep, get_services
 from threadline.kit.errors import BadRequest
 from threadline.kit.openapi import AUTHENTICATED, errors
+from threadline.kit.schemas import NOT_BLANK_STRIP
 from threadline.messages.repository import Role
 from threadline.search import service
 from threadline.search.backend import MessageFilter, SearchBackend
@@ -28,10 +29,20 @@ ServicesDep = Annotated[SearchServices, Depends(get_services)]
 router = APIRouter(prefix="/v1/search", tags=["search"])
 
 _Q_DESCRIPTION = (
-    'Required. Words (each also matches as a prefix and by stem), "quoted phrases", OR between alternatives, '
+    'Words (each also matches as a prefix and by stem), "quoted phrases", OR between alternatives, '
     "-word to exclude."
 )
-Q = Annotated[str | None, Query(max_length=MAX_QUERY_CHARS, description=_Q_DESCRIPTION)]
+# ``q`` is required, but checked by the handler (``_required``) so that its absence is answered with this
+# search's own 400; the contract declares it required all the same, in place of FastAPI's optional one.
+Q = Annotated[str | None, Query(max_length=MAX_QUERY_CHARS, include_in_schema=False)]
+_Q_PARAMETER = {
+    "name": "q",
+    "in": "query",
+    "required": True,
+    "description": _Q_DESCRIPTION,
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS, "pattern": NOT_BLANK_STRIP},
+}
+_WITH_Q: dict[str, Any] = {"parameters": [_Q_PARAMETER]}
 
 
 def _required(q: str | None) -> str:
@@ -45,6 +56,7 @@ def _required(q: str | None) -> str:
     operation_id="search.threads",
     response_model=ThreadResults,
     responses=errors(400, *AUTHENTICATED),
+    openapi_extra=_WITH_Q,
 )
 async def search_threads(
     request: Request, page: PageDep, services: ServicesDep, q: Q = None
@@ -60,6 +72,7 @@ async def search_threads(
     operation_id="search.messages",
     response_model=MessageResults,
     responses=errors(400, *AUTHENTICATED),
+    openapi_extra=_WITH_Q,
 )
 async def search_messages(
     request: Request,

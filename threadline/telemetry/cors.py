@@ -20,7 +20,8 @@ from threadline.kit.errors import Forbidden, Reason, TooManyRequests
 from threadline.kit.services import ServicesOf
 from threadline.settings.service import DEFAULT_ALLOWED_ORIGINS
 
-_ALLOW_METHODS = b"POST, OPTIONS"
+# The methods of the intake's paths: a 405's `Allow`, a plain OPTIONS's and a preflight's answer.
+ALLOW = b"POST, OPTIONS"
 _ALLOW_HEADERS = b"content-type, content-encoding, x-service-key, x-request-id"
 _EXPOSE_HEADERS = b"x-request-id, x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset, retry-after"
 _MAX_AGE = b"600"
@@ -54,11 +55,16 @@ class CorsMiddleware:
             await self.app(scope, receive, send)
             return
         origin = header_of(scope, b"origin")
+        if scope["method"] == "OPTIONS":
+            if origin is not None and header_of(scope, b"access-control-request-method") is not None:
+                await self._preflight(scope, origin, send)
+            else:
+                # Not a preflight: a plain OPTIONS asks what the resource allows (RFC 9110 9.3.7), so it
+                # is answered as the ``Allow`` of a 405 here promises, without a key (it reveals nothing).
+                await _no_content(send, [(b"allow", ALLOW)])
+            return
         if origin is None:
             await self.app(scope, receive, send)
-            return
-        if scope["method"] == "OPTIONS" and header_of(scope, b"access-control-request-method") is not None:
-            await self._preflight(scope, origin, send)
             return
 
         async def send_with_cors(message: Message) -> None:
@@ -88,16 +94,22 @@ class CorsMiddleware:
             principal = await services.authenticator.authenticate(key)
             if principal is not None and principal.key.type == "public" and principal.key.revoked_at is None:
                 allowed = allowed_origin(principal, origin)
-        headers = [(b"content-length", b"0"), (b"vary", b"Origin")]
+        headers = [(b"vary", b"Origin"), (b"allow", ALLOW)]
         if allowed is not None:
             headers += [
                 *_cors_headers(allowed),
-                (b"access-control-allow-methods", _ALLOW_METHODS),
+                (b"access-control-allow-methods", ALLOW),
                 (b"access-control-allow-headers", _ALLOW_HEADERS),
                 (b"access-control-max-age", _MAX_AGE),
             ]
-        await send({"type": "http.response.start", "status": 204, "headers": headers})
-        await send({"type": "http.response.body", "body": b""})
+        await _no_content(send, headers)
+
+
+async def _no_content(send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+    await send(
+        {"type": "http.response.start", "status": 204, "headers": [(b"content-length", b"0"), *headers]}
+    )
+    await send({"type": "http.response.body", "body": b""})
 
 
 def _cors_headers(allowed: bytes) -> list[tuple[bytes, bytes]]:

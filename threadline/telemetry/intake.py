@@ -36,7 +36,7 @@ from threadline.kit.errors import (
 from threadline.kit.fastpath import never_routed
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.services import BACKEND_ERRORS, ServicesOf
-from threadline.telemetry.cors import check_origin
+from threadline.telemetry.cors import ALLOW, check_origin
 from threadline.telemetry.decoding import decode, is_protobuf
 from threadline.telemetry.records import Source
 from threadline.telemetry.schemas import Accepted, EventIn, Kind, LogRecordIn
@@ -123,7 +123,7 @@ class IngestEndpoints:
         to send once it is done."""
         if scope["method"] != "POST":
             raise MethodNotAllowed(
-                f"{scope['method']} is not allowed on {scope['path']}.", headers={"Allow": "POST, OPTIONS"}
+                f"{scope['method']} is not allowed on {scope['path']}.", headers={"Allow": ALLOW.decode()}
             )
         principal = scope[PRINCIPAL_SCOPE_KEY]
         project_id = principal.key.project_id
@@ -171,11 +171,26 @@ ROUTES: dict[str, Kind] = {"/v1/logs": "log", "/v1/events": "event"}
 _OPERATIONS: dict[Kind, str] = {"log": "logs.ingest", "event": "events.ingest"}
 
 
+# OTLP/HTTP's ExportLogsServiceResponse in JSON. Every record is committed or none (a 4xx), so
+# ``partialSuccess`` is never sent: the answer is ``{}``.
+_OTLP_JSON_OK: dict[str, Any] = {
+    "type": "object",
+    "description": "`ExportLogsServiceResponse` (always `{}`: a request is stored whole or refused).",
+    "properties": {
+        "partialSuccess": {
+            "type": "object",
+            "properties": {"rejectedLogRecords": {"type": "string"}, "errorMessage": {"type": "string"}},
+        }
+    },
+}
 _OTLP_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "OTLP requests: all records committed; an `ExportLogsServiceResponse` in the "
         "request's encoding (`{}` in JSON).",
-        "content": {"application/x-protobuf": {"schema": {"type": "string", "format": "binary"}}},
+        "content": {
+            "application/x-protobuf": {"schema": {"type": "string", "format": "binary"}},
+            "application/json": {"schema": _OTLP_JSON_OK},
+        },
     },
     202: {"description": "All records committed."},
 }

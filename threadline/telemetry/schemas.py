@@ -11,10 +11,18 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, NotRequired, Required
 
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, TypeAdapter, with_config
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    WithJsonSchema,
+    with_config,
+)
 from typing_extensions import TypedDict
 
-from threadline.kit.schemas import ResponseModel, Timestamp
+from threadline.kit.schemas import Documented, ResponseModel, Timestamp
 
 Level = Literal["trace", "debug", "info", "warn", "error", "fatal"]
 LEVELS: tuple[Level, ...] = ("trace", "debug", "info", "warn", "error", "fatal")
@@ -47,10 +55,12 @@ def levels_at_or_above(level: Level) -> tuple[Level, ...]:
     return LEVELS[LEVELS.index(level) :]
 
 
+# The contract lists the six names; the common spellings of other loggers are tolerated beyond it.
 LevelIn = Annotated[
     str,
     AfterValidator(normalize_level),
-    Field(description=f"One of {', '.join(LEVELS)} (case-insensitive; `warning`, `critical`… accepted)."),
+    Documented({"enum": list(LEVELS)}),
+    Field(description=f"One of {', '.join(LEVELS)} (also tolerated: any case, `warning`, `critical`…)."),
 ]
 
 
@@ -78,8 +88,6 @@ def _selection_time(moment: datetime) -> datetime:
     return moment
 
 
-SelectionTime = Annotated[datetime, AfterValidator(_selection_time)]
-
 # Unix time as a number: seconds when below the first second of year 10000, else milliseconds up to the
 # last millisecond of 9999. Seconds and milliseconds overlap below that bound, so milliseconds before
 # 1978-01-11T21:31:40.800Z (values below 253,402,300,800) read as seconds: a record's own time is never
@@ -105,11 +113,30 @@ def _unix_time(value: Any) -> Any:
     return value
 
 
+def _iso_text(value: Any) -> Any:
+    """``since``/``until`` are ISO 8601, as the contract says (``date-time``): a query string of digits
+    ("0.5", "1700000000") is refused rather than read as Unix time."""
+    if isinstance(value, str) and _NUMERIC_TEXT.match(value):
+        raise ValueError("must be an ISO 8601 date-time")
+    return value
+
+
+SelectionTime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_selection_time)]
+
 # A time without a zone is UTC.
 ClientTime = Annotated[
     datetime,
     BeforeValidator(_unix_time),
     AfterValidator(_in_utc),
+    # What the validator takes, for the contract: an ISO 8601 string, or a number in the range above.
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "format": "date-time"},
+                {"type": "number", "minimum": 0, "exclusiveMaximum": EPOCH_SECONDS_BELOW * 1000},
+            ]
+        }
+    ),
     Field(
         strict=False,
         description=(

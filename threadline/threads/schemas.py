@@ -5,7 +5,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 
 from threadline.kit.metadata import Metadata
-from threadline.kit.schemas import RequestModel, ResponseModel, Timestamp
+from threadline.kit.schemas import NullRefused, RequestModel, ResponseModel, Timestamp
 from threadline.threads.repository import Thread
 
 MAX_TITLE_CHARS = 256
@@ -21,7 +21,10 @@ class ThreadUpdate(RequestModel):
     """Fields present are replaced (``metadata`` as a whole); fields absent are left as they are."""
 
     title: Title | None = Field(None, description=f"Up to {MAX_TITLE_CHARS} characters; null clears it.")
-    metadata: Metadata | None = Field(None, description="Replaces the whole map (null is refused).")
+    # Absent keeps the map; null is refused (400), so the contract does not offer it.
+    metadata: Annotated[Metadata | None, NullRefused()] = Field(
+        None, description="Replaces the whole map; `{}` clears it."
+    )
 
 
 class ThreadOut(ResponseModel):
