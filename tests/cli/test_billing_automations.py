@@ -5,18 +5,21 @@ mostly interpreter start-up)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from threadline_client import NotFoundError, Threadline
 
 from tests.conftest import Backend
 from tests.support import ServerProcess, Tenant, running_server, threadline
+from threadline.billing.ledger import LedgerRepository
 from threadline.kit.db import Database
 from threadline.organizations.service import create_organization
 
@@ -273,3 +276,32 @@ async def test_automations_list_show_update_trigger_delete(served: Served) -> No
         assert [a.id for a in client.automations.list()] == [timeouts["id"]]
         assert client.automations.get(timeouts["id"]).last_triggered_at is not None
         assert client.runs.get(run["id"]).automation_id == nightly["id"]  # the run outlives it
+
+
+async def test_export_writes_the_whole_ledger_once(served: Served, tmp_path: Path) -> None:
+    """Three pages of 100 and the rest, as CSV and as JSON lines; the summary on standard error."""
+    tenant = await served.organization("Export")
+    async with served.db.transaction() as conn:
+        ledger = LedgerRepository(conn, tenant.org_id)
+        for amount in range(1, 251):
+            await ledger.post("credit", amount, f"grant, number {amount}")
+    env = served.client_env(tenant)
+
+    as_csv = ok(threadline("billing", "export", "--output", str(tmp_path / "ledger.csv"), env=env))
+    assert as_csv.stdout == ""
+    assert as_csv.stderr.startswith(f"exported 250 entries to {tmp_path / 'ledger.csv'} in ")
+    with (tmp_path / "ledger.csv").open(newline="") as written:
+        rows = list(csv.DictReader(written))
+    assert [int(row["amount"]) for row in rows] == list(range(250, 0, -1))  # newest first, each once
+    assert rows[0]["description"] == "grant, number 250" and rows[0]["runId"] == ""
+    assert [int(row["balanceAfter"]) for row in rows][:2] == [250 * 251 // 2, 250 * 251 // 2 - 250]
+
+    as_lines = ok(threadline("billing", "export", "--format", "jsonl", env=env))
+    entries = [json.loads(line) for line in as_lines.stdout.splitlines()]
+    assert [entry["id"] for entry in entries] == [row["id"] for row in rows]
+    assert set(entries[0]) == {"id", "type", "amount", "balanceAfter", "description", "runId", "createdAt"}
+    assert as_lines.stderr.startswith("exported 250 entries in ")
+
+    nowhere = str(tmp_path / "no" / "x.csv")
+    refused = threadline("billing", "export", "--output", nowhere, env=env, check=False)
+    assert refused.returncode == 2 and refused.stderr.startswith(f"error: cannot write {tmp_path / 'no'}")

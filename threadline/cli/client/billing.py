@@ -1,13 +1,31 @@
-"""``threadline billing balance`` and ``transactions`` (the operator's ``grant`` is in ``cli.operator``)."""
+"""``threadline billing balance``, ``transactions`` and ``export`` (the operator's ``grant`` is in
+``cli.operator``)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import csv
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TextIO
 
 import typer
+from threadline_client import Threadline
+from threadline_client.types import LedgerPagination
 
-from threadline.cli.client.common import fetch, with_api_key
-from threadline.cli.output import emit_json
+from threadline.cli.client.common import call, fetch, with_api_key
+from threadline.cli.output import emit_json, fail
+from threadline.cli.progress import Progress
+
+# The API's largest page: an export of a long ledger makes as few requests as it can.
+_EXPORT_PAGE = 100
+_COLUMNS = ("id", "type", "amount", "balanceAfter", "description", "runId", "createdAt")
+
+
+class ExportFormat(StrEnum):
+    csv = "csv"
+    jsonl = "jsonl"
 
 
 def _transaction_line(entry: dict[str, Any]) -> str:
@@ -47,7 +65,59 @@ def list_transactions(
     )
 
 
+def export_transactions(
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write here instead of standard output."),
+    ] = None,
+    format_: Annotated[
+        ExportFormat, typer.Option("--format", help="csv (with a header row) or jsonl (one entry a line).")
+    ] = ExportFormat.csv,
+) -> None:
+    """The whole ledger, newest first, for a spreadsheet or another system; progress on standard error.
+
+    Entries that arrive during the export push older ones to later pages: each entry is written once
+    all the same, and the export holds every entry that existed when it began."""
+    progress = Progress("export")
+    target: TextIO = sys.stdout
+    try:
+        if output is not None:
+            target = output.open("w", encoding="utf-8", newline="")
+    except OSError as error:
+        fail(f"cannot write {output}: {error.strerror}", code=2)
+    try:
+        written = call(lambda client: _export(client, target, format_, progress))
+    finally:
+        if target is not sys.stdout:
+            target.close()
+    progress.done()
+    where = f" to {output}" if output is not None else ""
+    typer.echo(f"exported {written:,} entries{where} in {progress.elapsed:.1f} s", err=True)
+
+
+def _export(client: Threadline, target: TextIO, format_: ExportFormat, progress: Progress) -> int:
+    writer = csv.writer(target) if format_ is ExportFormat.csv else None
+    if writer is not None:
+        writer.writerow(_COLUMNS)
+    seen: set[str] = set()
+    first = client.billing.transactions(limit=_EXPORT_PAGE)
+    for page in first.iter_pages():
+        for entry in page.data:
+            if entry.id in seen:  # pushed to this page by an entry that arrived meanwhile
+                continue
+            seen.add(entry.id)
+            row = entry.to_dict()
+            if writer is not None:
+                writer.writerow(["" if row[column] is None else row[column] for column in _COLUMNS])
+            else:
+                target.write(json.dumps(row) + "\n")
+        total = page.pagination.total if isinstance(page.pagination, LedgerPagination) else len(seen)
+        progress.fraction(len(seen), max(total, len(seen)), "entries")
+    return len(seen)
+
+
 def register_billing(billing: typer.Typer) -> None:
     """Into the ``billing`` group the operator's ``grant`` shares (see ``threadline.cli``)."""
     billing.command("balance")(with_api_key(show_balance))
     billing.command("transactions")(with_api_key(list_transactions))
+    billing.command("export")(with_api_key(export_transactions))
