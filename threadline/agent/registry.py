@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from threadline.agent.models import Model
 from threadline.agent.offline import scripted_model
-from threadline.agent.openai_chat import OpenAIChatModel, openai_model
 from threadline.config import Settings
+
+if TYPE_CHECKING:
+    from threadline.agent.openai_chat import OpenAIChatModel
 
 PROVIDERS = ("offline", "openai")
 
@@ -32,6 +36,10 @@ class Models:
         provider, _, model = check_model_name(name).partition("/")
         if provider == "offline":
             return scripted_model(model)
+        # Imported on first use: the openai package takes ~0.25 s to import, a good part of a process's
+        # start-up, and most processes (every CLI command, servers whose runs are offline) never need it.
+        from threadline.agent.openai_chat import openai_model
+
         if self._openai is None:
             self._openai = openai_model(model, self._settings)  # owns the shared client
         return openai_model(model, self._settings, client=self._openai.client)
