@@ -4,10 +4,10 @@ download cannot work here) against a real ``threadline serve`` of each storage s
 One server (and, distributed, one worker) per shape serves every journey of this package (``shared``):
 starting them takes seconds, more on a loaded machine. Each journey still starts from nothing of its own:
 ``served`` gives it an organization and an owner login nobody else has, and ``page`` a browser context of
-its own (Chromium itself is started once). Journeys that need a server set up differently start their own
-(``serve``). The one thing they share is the client address, 127.0.0.1: sign-in and the password asked
-again draw on one budget of 20 attempts a minute per address (``dashboard.passwords``), and the journeys
-of one shape make 15 in all, so none is ever refused.
+its own (Chromium itself is started once for the package). Journeys that need a server set up differently
+start their own (``serve``). The one thing they share is the client address, 127.0.0.1: sign-in and the
+password asked again draw on one budget of 20 attempts a minute per address (``dashboard.passwords``), and
+the journeys of one shape make 15 in all, so none is ever refused.
 
 Without Chromium these tests are skipped, saying why, unless ``THREADLINE_TEST_REQUIRE_BROWSER=1`` (as
 ``.ci/run`` sets, after installing Chromium when it is missing): then they fail. Each journey writes
@@ -143,9 +143,10 @@ async def served(shared: Shared) -> Served:
     return Served(shared.served.server, shared.served.env, created)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 async def browser() -> AsyncIterator[Browser]:
-    """One Chromium for the session; each journey's ``page`` has a context (cookies, storage) of its own."""
+    """One Chromium for the package's journeys (not left idle beside the rest of the suite); each journey's
+    ``page`` has a context (cookies, storage) of its own."""
     if not CHROMIUM.exists():  # noqa: ASYNC240 (one stat before the browser starts)
         pytest.fail(f"THREADLINE_TEST_REQUIRE_BROWSER=1 but there is no Chromium at {CHROMIUM}")
     async with async_playwright() as playwright:
