@@ -3,6 +3,12 @@
 * ``embedded``: SQLite in a temporary directory, in-process rate limits and signals;
 * ``distributed``: a fresh PostgreSQL database and a private Redis key prefix.
 
+Neither shape waits for the disk: commits are durable against a crash of the machine, which no test makes,
+and a flush to disk costs ~10 ms here, a few seconds for some tests. SQLite files live on a memory file
+system (``/dev/shm``, where ``synchronous=FULL`` costs nothing), and each PostgreSQL database made here
+commits with ``synchronous_commit=off`` (a committed transaction survives its client's death either way,
+which is what the durability tests kill).
+
 The distributed shape needs PostgreSQL and Redis on 127.0.0.1. Without them its tests are skipped, unless
 ``THREADLINE_TEST_REQUIRE_SERVICES=1`` (as ``.ci/run`` sets), in which case they fail.
 """
@@ -13,8 +19,12 @@ import asyncio
 import itertools
 import os
 import secrets
-from collections.abc import AsyncIterator
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import asyncpg
 import httpx
@@ -33,6 +43,31 @@ REQUIRE_SERVICES = os.environ.get("THREADLINE_TEST_REQUIRE_SERVICES") == "1"
 POSTGRES_URL = os.environ.get("THREADLINE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("THREADLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 _counter = itertools.count()
+MEMORY = Path("/dev/shm")  # noqa: S108 (only ever a private mkdtemp inside it)
+
+
+@pytest.fixture(scope="session")
+def storage_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where the shapes keep their files: a directory of this session's own on ``/dev/shm`` when there is
+    one (removed at the end: memory is not the place to keep old runs), else pytest's temporary tree."""
+    if not (MEMORY.is_dir() and os.access(MEMORY, os.W_OK)):
+        yield tmp_path_factory.mktemp("storage")
+        return
+    root = Path(tempfile.mkdtemp(prefix="threadline-tests-", dir=MEMORY))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def storage_dir(root: Path, name: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=root))
+
+
+async def create_database(admin: asyncpg.Connection, name: str) -> None:
+    """A new, empty PostgreSQL database whose commits do not wait for the disk (see above)."""
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
 
 
 @dataclass(frozen=True)
@@ -84,10 +119,8 @@ async def require_distributed() -> None:
 
 
 @pytest.fixture(scope="session", params=["embedded", "distributed"])
-async def backend(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Backend]:
-    data_dir = tmp_path_factory.mktemp(request.param)
+async def backend(request: pytest.FixtureRequest, storage_root: Path) -> AsyncIterator[Backend]:
+    data_dir = storage_dir(storage_root, request.param)
     if request.param == "embedded":
         settings = Settings(data_dir=data_dir, database_url=None, redis_url=None)
         await asyncio.to_thread(upgrade, settings.resolved_database_url)
@@ -97,7 +130,7 @@ async def backend(
     token = secrets.token_hex(4)
     name = f"threadline_test_{token}"
     admin = await asyncpg.connect(POSTGRES_URL)
-    await admin.execute(f'CREATE DATABASE "{name}"')
+    await create_database(admin, name)
     database_url = POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
     # The test's app executes runs itself (a worker's code path: claims in PostgreSQL, events over Redis);
     # tests/runs/test_distributed.py runs real `threadline worker` processes.
@@ -171,26 +204,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = selected
 
 
-@pytest.fixture
-async def empty_env(
-    backend: Backend, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[dict[str, str]]:
-    """The environment of a brand-new, empty database of the current shape (for `init`, `migrate`)."""
-    data_dir = tmp_path_factory.mktemp("empty")
+@asynccontextmanager
+async def empty_database(backend: Backend, root: Path) -> AsyncIterator[Settings]:
+    """Settings of the current shape for a brand-new, empty database of their own (dropped afterwards)."""
+    data_dir = storage_dir(root, "empty")
     if backend.name == "embedded":
-        yield backend.env(Settings(data_dir=data_dir, database_url=None, redis_url=None))
+        yield Settings(data_dir=data_dir, database_url=None, redis_url=None)
         return
     name = f"threadline_empty_{secrets.token_hex(4)}"
     admin = await asyncpg.connect(POSTGRES_URL)
-    await admin.execute(f'CREATE DATABASE "{name}"')
+    await create_database(admin, name)
     try:
-        settings = backend.fresh().model_copy(
-            update={
-                "data_dir": data_dir,
-                "database_url": SecretStr(POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"),
-            }
+        # Made anew, not copied from the shape's settings: a copy would carry their cached
+        # ``resolved_database_url``, the shape's own database.
+        fresh = backend.fresh()
+        yield Settings(
+            data_dir=data_dir,
+            database_url=SecretStr(POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"),
+            redis_url=fresh.redis_url,
+            redis_prefix=fresh.redis_prefix,
         )
-        yield backend.env(settings)
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
+
+
+@pytest.fixture
+async def empty_env(backend: Backend, storage_root: Path) -> AsyncIterator[dict[str, str]]:
+    """The environment of a brand-new, empty database of the current shape (for `init`, `migrate`)."""
+    async with empty_database(backend, storage_root) as settings:
+        yield backend.env(settings)

@@ -176,11 +176,15 @@ def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 60
         *extra,
     ]
 
-    def ready(_log: Callable[[], str]) -> bool:
-        return _answers(f"{api_url}/readyz") and _answers(f"{intake_url}/readyz")
+    # One client for every poll: httpx.get builds a client, and with it an SSL context (~20 ms of CPU), each
+    # call, which polling every 50 ms would take from the very server it waits for.
+    with httpx.Client(timeout=1) as http:
 
-    with _spawned(args, env, ready, startup_timeout) as (process, log):
-        yield ServerProcess(process, api_url, intake_url, log)
+        def ready(_log: Callable[[], str]) -> bool:
+            return _answers(http, f"{api_url}/readyz") and _answers(http, f"{intake_url}/readyz")
+
+        with _spawned(args, env, ready, startup_timeout) as (process, log):
+            yield ServerProcess(process, api_url, intake_url, log)
 
 
 @dataclass
@@ -232,9 +236,9 @@ def all_log_records(api_url: str, secret_key: str, timeout: float = 10) -> list[
             params["cursor"] = page["nextCursor"]
 
 
-def _answers(url: str) -> bool:
+def _answers(http: httpx.Client, url: str) -> bool:
     try:
-        return httpx.get(url, timeout=1).status_code == 200
+        return http.get(url).status_code == 200
     except httpx.TransportError:
         return False
 

@@ -77,6 +77,9 @@ async def test_tabs_with_the_same_filters_share_one_feed(
     try:
         for tab in [*tabs, other_filter]:
             assert await tab.status() == 200
+            async with asyncio.timeout(10):  # following: its first frame (the starting position) is out
+                while not tab.body:
+                    await asyncio.sleep(0.01)
         assert services.log_tails.followed - before == 2  # one feed per distinct filter, not per tab
     finally:
         for tab in [*tabs, other_filter]:

@@ -1,6 +1,14 @@
 """Browser journeys: Playwright driving Debian's Chromium (``/usr/bin/chromium``; Playwright's own browser
 download cannot work here) against a real ``threadline serve`` of each storage shape.
 
+One server (and, distributed, one worker) per shape serves every journey of this package (``shared``):
+starting them takes seconds, more on a loaded machine. Each journey still starts from nothing of its own:
+``served`` gives it an organization and an owner login nobody else has, and ``page`` a browser context of
+its own (Chromium itself is started once for the package). Journeys that need a server set up differently
+start their own (``serve``). The one thing they share is the client address, 127.0.0.1: sign-in and the
+password asked again draw on one budget of 20 attempts a minute per address (``dashboard.passwords``), and
+the journeys of one shape make 15 in all, so none is ever refused.
+
 Without Chromium these tests are skipped, saying why, unless ``THREADLINE_TEST_REQUIRE_BROWSER=1`` (as
 ``.ci/run`` sets, after installing Chromium when it is missing): then they fail. Each journey writes
 screenshots to ``tests/dashboard/screenshots/`` (git-ignored)."""
@@ -9,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -18,7 +27,12 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
+from tests.conftest import Backend, empty_database
 from tests.support import ServerProcess, init_database, running_server, running_worker
+from threadline.config import Settings
+from threadline.kit.db import Database
+from threadline.organizations.service import create_organization
+from threadline.users.service import create_owner, generate_password
 
 CHROMIUM = Path(os.environ.get("THREADLINE_TEST_CHROMIUM", "/usr/bin/chromium"))
 REQUIRE_BROWSER = os.environ.get("THREADLINE_TEST_REQUIRE_BROWSER") == "1"
@@ -87,13 +101,52 @@ def serve(empty_env: dict[str, str], **settings: str) -> Iterator[Served]:
         yield Served(server, env, created)
 
 
-@pytest.fixture
-def served(empty_env: dict[str, str]) -> Iterator[Served]:
-    yield from serve(empty_env)
+@dataclass
+class Shared:
+    """The package's server of one shape: what it serves and the database behind it."""
+
+    served: Served
+    settings: Settings
+
+
+@pytest.fixture(scope="package")
+async def shared_database(backend: Backend, storage_root: Path) -> AsyncIterator[Settings]:
+    async with empty_database(backend, storage_root) as settings:
+        yield settings
+
+
+@pytest.fixture(scope="package")
+def shared(backend: Backend, shared_database: Settings) -> Iterator[Shared]:
+    for served in serve(backend.env(shared_database)):
+        yield Shared(served, shared_database)
 
 
 @pytest.fixture
+async def served(shared: Shared) -> Served:
+    """The shared server, seen by an organization and an owner login of the journey's own (made as
+    ``threadline init`` makes the first ones, straight in the database)."""
+    email, password = f"owner-{secrets.token_hex(4)}@localhost", generate_password()
+    db = Database(shared.settings.resolved_database_url)
+    try:
+        async with db.transaction() as conn:
+            new = await create_organization(conn, "default")
+            await create_owner(conn, new.organization.id, email, password)
+    finally:
+        await db.dispose()
+    created = {
+        "organization": {"id": new.organization.id, "name": new.organization.name},
+        "project": {"id": new.project.id, "name": new.project.name},
+        "secretKey": new.secret_value,
+        "publicKey": new.public_value,
+        "owner": {"email": email, "password": password},
+    }
+    return Served(shared.served.server, shared.served.env, created)
+
+
+@pytest.fixture(scope="package")
 async def browser() -> AsyncIterator[Browser]:
+    """One Chromium for the package's journeys (not left idle beside the rest of the suite); each journey's
+    ``page`` has a context (cookies, storage) of its own."""
     if not CHROMIUM.exists():  # noqa: ASYNC240 (one stat before the browser starts)
         pytest.fail(f"THREADLINE_TEST_REQUIRE_BROWSER=1 but there is no Chromium at {CHROMIUM}")
     async with async_playwright() as playwright:
