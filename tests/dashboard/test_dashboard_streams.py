@@ -67,6 +67,15 @@ async def test_dashboard_tails_and_run_views_count_against_the_stream_cap(
         await again.hang_up()
 
 
+async def _first_frame(tab: HeldStream) -> None:
+    """A tab follows its feed once its first frame (the starting position) is out: before that, the
+    feed may not exist yet (the status goes out first)."""
+    deadline = asyncio.get_running_loop().time() + 10
+    while not tab.body:  # noqa: ASYNC110 (HeldStream records frames; it has no event to wait on)
+        assert asyncio.get_running_loop().time() < deadline, "no frame within 10 s"
+        await asyncio.sleep(0.01)
+
+
 async def test_tabs_with_the_same_filters_share_one_feed(
     app: FastAPI, services: Services, tenant: Tenant, dashboard: Dashboard
 ) -> None:
@@ -77,9 +86,7 @@ async def test_tabs_with_the_same_filters_share_one_feed(
     try:
         for tab in [*tabs, other_filter]:
             assert await tab.status() == 200
-            async with asyncio.timeout(10):  # following: its first frame (the starting position) is out
-                while not tab.body:
-                    await asyncio.sleep(0.01)
+            await _first_frame(tab)
         assert services.log_tails.followed - before == 2  # one feed per distinct filter, not per tab
     finally:
         for tab in [*tabs, other_filter]:
