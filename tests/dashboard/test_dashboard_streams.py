@@ -71,7 +71,7 @@ async def _first_frame(tab: HeldStream) -> None:
     """A tab follows its feed once its first frame (the starting position) is out: before that, the
     feed may not exist yet (the status goes out first)."""
     deadline = asyncio.get_running_loop().time() + 10
-    while not tab.body:  # noqa: ASYNC110 (HeldStream records frames; it has no event to wait on)
+    while not tab.body:  # HeldStream records frames; it has no event to wait on
         assert asyncio.get_running_loop().time() < deadline, "no frame within 10 s"
         await asyncio.sleep(0.01)
 
