@@ -237,6 +237,33 @@ async def test_malformed_otlp_json_is_400(
     assert await stored_count(services, tenant.org_id) == 0
 
 
+_FIRST_RECORD = "resourceLogs[0].scopeLogs[0].logRecords[0]"
+
+
+@pytest.mark.parametrize(
+    ("document", "cause"),
+    [
+        ({"resourceLogs": "nope"}, "resourceLogs must be an array of objects"),
+        ({"resourceLogs": [{"scopeLogs": [1]}]}, "resourceLogs[0].scopeLogs must be an array of objects"),
+        (
+            {"resourceLogs": [{"scopeLogs": [{"logRecords": {"a": 1}}]}]},
+            "resourceLogs[0].scopeLogs[0].logRecords must be an array of objects",
+        ),
+        (
+            otlp_json({"traceId": "zz"}),
+            "resourceLogs[0].scopeLogs[0].logRecords[0].traceId must be a hex string",
+        ),
+        (otlp_json({"spanId": 7}), "resourceLogs[0].scopeLogs[0].logRecords[0].spanId must be a hex string"),
+    ],
+)
+async def test_malformed_otlp_json_names_the_place_not_a_python_error(
+    intake: httpx.AsyncClient, tenant: Tenant, document: dict[str, Any], cause: str
+) -> None:
+    response = await intake.post("/v1/logs", json=document, headers=tenant.public)
+    assert response.status_code == 400 and response.json()["reason"] == "INVALID_OTLP"
+    assert response.json()["message"] == f"The body is not an OTLP ExportLogsServiceRequest: {cause}."
+
+
 @pytest.mark.parametrize(
     "number",
     [

@@ -39,24 +39,48 @@ def parse_otlp_protobuf(body: bytes) -> ExportLogsServiceRequest:
     return request
 
 
-def parse_otlp_json(document: dict[str, Any]) -> ExportLogsServiceRequest:
+def parse_otlp_json(document: Any) -> ExportLogsServiceRequest:
     """OTLP's JSON encoding writes trace and span ids as hex, where protobuf's JSON mapping expects
     base64: convert them, then let protobuf read the rest (camelCase names, enums as numbers, int64 as
-    strings)."""
+    strings). The shape is checked on the way, so a refusal names the place in the body rather than a
+    Python error."""
+    if not isinstance(document, dict):
+        raise _not_otlp("the body must be a JSON object with resourceLogs")
+    for r, resource_logs in enumerate(_objects(document.get("resourceLogs"), "resourceLogs")):
+        where = f"resourceLogs[{r}]"
+        for s, scope_logs in enumerate(_objects(resource_logs.get("scopeLogs"), f"{where}.scopeLogs")):
+            records = f"{where}.scopeLogs[{s}].logRecords"
+            for i, record in enumerate(_objects(scope_logs.get("logRecords"), records)):
+                for field in ("traceId", "spanId"):
+                    value = record.get(field)
+                    if not value:
+                        continue
+                    try:
+                        record[field] = base64.b64encode(bytes.fromhex(value)).decode()
+                    except (TypeError, ValueError):
+                        raise _not_otlp(f"{records}[{i}].{field} must be a hex string") from None
+    request = ExportLogsServiceRequest()
     try:
-        for resource_logs in document.get("resourceLogs") or ():
-            for scope_logs in resource_logs.get("scopeLogs") or ():
-                for record in scope_logs.get("logRecords") or ():
-                    for field in ("traceId", "spanId"):
-                        if record.get(field):
-                            record[field] = base64.b64encode(bytes.fromhex(record[field])).decode()
-        request = ExportLogsServiceRequest()
         json_format.ParseDict(document, request, ignore_unknown_fields=True)
-        return request
-    except (AttributeError, TypeError, ValueError, binascii.Error, json_format.ParseError) as exc:
-        raise BadRequest(
-            f"The body is not an OTLP ExportLogsServiceRequest: {exc}.", reason=Reason.INVALID_OTLP
-        ) from exc
+    except json_format.ParseError as exc:  # protobuf's message names the field and what it expected
+        raise _not_otlp(str(exc)) from exc
+    except (AttributeError, TypeError, ValueError, binascii.Error):
+        raise _not_otlp("a field has a value of the wrong type") from None
+    return request
+
+
+def _objects(value: Any, path: str) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise _not_otlp(f"{path} must be an array of objects")
+    return value
+
+
+def _not_otlp(cause: str) -> BadRequest:
+    return BadRequest(
+        f"The body is not an OTLP ExportLogsServiceRequest: {cause}.", reason=Reason.INVALID_OTLP
+    )
 
 
 # OTLP severity numbers come in four-step bands: 1-4 TRACE, 5-8 DEBUG, ... 21-24 FATAL.
