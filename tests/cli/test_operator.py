@@ -80,6 +80,16 @@ def test_init_serve_and_client_commands(empty_env: dict[str, str]) -> None:
         settings = httpx.get(f"{server.api_url}/v1/settings", headers=secret).json()
         assert settings["runConcurrency"] == 7 and settings["rateLimit"] == {"requestsPerMinute": 999}
         assert server.stop(signal.SIGTERM) == 0
+    orgs = json.loads(threadline("orgs", "list", "--json", env=empty_env).stdout)
+    assert orgs[0] == {
+        "id": org_id,
+        "name": "default",
+        "requestsPerMinute": 999,
+        "concurrentRuns": 7,
+        "streams": 500,  # never set: the default
+    }
+    first = threadline("orgs", "list", env=empty_env).stdout.splitlines()[0]
+    assert first.split() == [org_id, "999/min", "7", "runs", "500", "streams", "default"]
 
 
 def test_set_limit_streams_caps_open_streams_on_a_running_server(empty_env: dict[str, str]) -> None:

@@ -256,7 +256,7 @@ def create_org(
 def list_orgs(
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON array.")] = False,
 ) -> None:
-    """Every organization, oldest first."""
+    """Every organization, oldest first, with its limits (an operator's own, else the defaults)."""
     import sqlalchemy as sa
 
     from threadline.organizations.tables import organizations
@@ -268,9 +268,14 @@ def list_orgs(
             rows = (
                 (await conn.execute(sa.select(organizations).order_by(organizations.c.id))).mappings().all()
             )
-        default = settings.default_rate_limit_per_minute
         return [
-            {"id": r["id"], "name": r["name"], "requestsPerMinute": r["rate_limit_per_minute"] or default}
+            {
+                "id": r["id"],
+                "name": r["name"],
+                "requestsPerMinute": r["rate_limit_per_minute"] or settings.default_rate_limit_per_minute,
+                "concurrentRuns": r["run_concurrency"] or settings.default_run_concurrency,
+                "streams": r["stream_limit"] or settings.default_stream_limit,
+            }
             for r in rows
         ]
 
@@ -279,7 +284,10 @@ def list_orgs(
         emit_json(data)
         return
     for org in data:
-        typer.echo(f"{org['id']}  {org['requestsPerMinute']:>8}/min  {org['name']}")
+        limits = (
+            f"{org['requestsPerMinute']:>8}/min  {org['concurrentRuns']:>3} runs  {org['streams']:>5} streams"
+        )
+        typer.echo(f"{org['id']}  {limits}  {org['name']}")
 
 
 def set_limit(
