@@ -96,24 +96,23 @@ def export_transactions(
 
 
 def _export(client: Threadline, target: TextIO, format_: ExportFormat, progress: Progress) -> int:
+    """The client's walk over the pages writes each entry once, even one pushed to a later page by an
+    entry that arrived meanwhile; the first page's total is what the export set out to write."""
     writer = csv.writer(target) if format_ is ExportFormat.csv else None
     if writer is not None:
         writer.writerow(_COLUMNS)
-    seen: set[str] = set()
-    first = client.billing.transactions(limit=_EXPORT_PAGE)
-    for page in first.iter_pages():
-        for entry in page.data:
-            if entry.id in seen:  # pushed to this page by an entry that arrived meanwhile
-                continue
-            seen.add(entry.id)
-            row = entry.to_dict()
-            if writer is not None:
-                writer.writerow(["" if row[column] is None else row[column] for column in _COLUMNS])
-            else:
-                target.write(json.dumps(row) + "\n")
-        total = page.pagination.total if isinstance(page.pagination, LedgerPagination) else len(seen)
-        progress.fraction(len(seen), max(total, len(seen)), "entries")
-    return len(seen)
+    ledger = client.billing.transactions(limit=_EXPORT_PAGE)
+    total = ledger.pagination.total if isinstance(ledger.pagination, LedgerPagination) else 0
+    written = 0
+    for entry in ledger:
+        row = entry.to_dict()
+        if writer is not None:
+            writer.writerow(["" if row[column] is None else row[column] for column in _COLUMNS])
+        else:
+            target.write(json.dumps(row) + "\n")
+        written += 1
+        progress.fraction(written, max(total, written), "entries")
+    return written
 
 
 def register_billing(billing: typer.Typer) -> None:
