@@ -94,7 +94,7 @@ def _bootstrap_json(new: NewOrganization, settings: Settings) -> dict[str, Any]:
     from threadline.organizations.schemas import OrganizationOut
     from threadline.projects.schemas import ProjectOut
 
-    limit = new.organization.rate_limit_per_minute or settings.default_rate_limit_per_minute
+    limit = new.organization.limits(settings).requests_per_minute
     return {
         "organization": OrganizationOut.of(new.organization, limit).model_dump(mode="json"),
         "project": ProjectOut.of(new.project).model_dump(mode="json"),
@@ -259,24 +259,25 @@ def list_orgs(
     """Every organization, oldest first, with its limits (an operator's own, else the defaults)."""
     import sqlalchemy as sa
 
+    from threadline.organizations.repository import columns, from_row
     from threadline.organizations.tables import organizations
 
     settings = _settings()
 
     async def work(db: Database) -> list[dict[str, Any]]:
         async with db.transaction(write=False) as conn:
-            rows = (
-                (await conn.execute(sa.select(organizations).order_by(organizations.c.id))).mappings().all()
-            )
+            query = sa.select(*columns()).order_by(organizations.c.id)
+            found = [from_row(row) for row in (await conn.execute(query)).mappings()]
         return [
             {
-                "id": r["id"],
-                "name": r["name"],
-                "requestsPerMinute": r["rate_limit_per_minute"] or settings.default_rate_limit_per_minute,
-                "concurrentRuns": r["run_concurrency"] or settings.default_run_concurrency,
-                "streams": r["stream_limit"] or settings.default_stream_limit,
+                "id": org.id,
+                "name": org.name,
+                "requestsPerMinute": limits.requests_per_minute,
+                "concurrentRuns": limits.concurrent_runs,
+                "streams": limits.streams,
             }
-            for r in rows
+            for org in found
+            for limits in [org.limits(settings)]
         ]
 
     data = _run(settings, work)

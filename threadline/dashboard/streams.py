@@ -14,7 +14,7 @@ from typing import Annotated, Protocol
 from fastapi import Depends
 
 from threadline.config import Settings
-from threadline.dashboard.web import ViewerDep
+from threadline.dashboard.web import SignInRequired, ViewerDep
 from threadline.kit.db import Database
 from threadline.kit.deps import get_services
 from threadline.kit.streamslots import StreamSlots
@@ -34,10 +34,9 @@ async def hold_stream_slot(
     The limit is read when the stream opens: an operator's change applies to the streams opened after it."""
     async with services.db.transaction(write=False) as conn:
         organization = await OrganizationRepository(conn).get(viewer.organization_id)
-    limit = services.settings.default_stream_limit
-    if organization is not None and organization.stream_limit:
-        limit = organization.stream_limit
-    with services.stream_slots.hold(viewer.organization_id, limit):
+    if organization is None:  # pragma: no cover - a session's organization is never deleted under it
+        raise SignInRequired
+    with services.stream_slots.hold(viewer.organization_id, organization.limits(services.settings).streams):
         yield
 
 

@@ -64,8 +64,7 @@ class KeyAuthenticator:
         self._db = db
         self._ttl = settings.key_cache_ttl_seconds
         self._flush_every = settings.key_usage_flush_seconds
-        self._default_limit = settings.default_rate_limit_per_minute
-        self._default_stream_limit = settings.default_stream_limit
+        self._settings = settings
         self._cache: dict[str, tuple[float, Principal]] = {}
         self._loading: dict[str, asyncio.Task[Principal | None]] = {}
         self._usage: dict[str, float] = {}
@@ -122,12 +121,12 @@ class KeyAuthenticator:
             self._cache.pop(digest, None)
             return None
         key, org = found
-        limit = org.rate_limit_per_minute or self._default_limit
+        limits = org.limits(self._settings)
         principal = Principal(
             key=key,
             organization=org,
-            organization_limit=limit,
-            stream_limit=org.stream_limit or self._default_stream_limit,
+            organization_limit=limits.requests_per_minute,
+            stream_limit=limits.streams,
         )
         # Expiry counts from before the read, so a revocation committed during it is seen next time.
         self._cache[digest] = (started + self._ttl, principal)

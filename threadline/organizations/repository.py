@@ -7,6 +7,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
+from threadline.config import Settings
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn
 from threadline.kit.ids import new_id
@@ -28,6 +29,23 @@ class Organization:
     billing_enforced: bool = False
     run_concurrency: int | None = None
     stream_limit: int | None = None
+
+    def limits(self, config: Settings) -> Limits:
+        """The limits in force: an operator's own, else the process's defaults (a NULL column)."""
+        return Limits(
+            requests_per_minute=self.rate_limit_per_minute or config.default_rate_limit_per_minute,
+            concurrent_runs=self.run_concurrency or config.default_run_concurrency,
+            streams=self.stream_limit or config.default_stream_limit,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What an operator sets per organization (``threadline orgs set-limit``)."""
+
+    requests_per_minute: int
+    concurrent_runs: int
+    streams: int
 
 
 def columns(prefix: str = "") -> list[sa.Label[object]]:

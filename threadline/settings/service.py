@@ -33,10 +33,8 @@ def effective(org: Organization, config: Settings) -> SettingsOut:
         log_retention_days=org.log_retention_days or DEFAULT_LOG_RETENTION_DAYS,
         allowed_origins=list(org.allowed_origins or DEFAULT_ALLOWED_ORIGINS),
         billing_enforced=org.billing_enforced,
-        rate_limit=RateLimitOut(
-            requests_per_minute=org.rate_limit_per_minute or config.default_rate_limit_per_minute
-        ),
-        run_concurrency=org.run_concurrency or config.default_run_concurrency,
+        rate_limit=RateLimitOut(requests_per_minute=org.limits(config).requests_per_minute),
+        run_concurrency=org.limits(config).concurrent_runs,
     )
 
 
