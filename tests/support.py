@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from threadline.organizations.service import NewOrganization, create_organization
+from threadline.provisioning import NewOrganization, create_organization
 from threadline.runtime import Services
 
 

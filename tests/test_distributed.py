@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import Backend
 from tests.support import Tenant, running_server
 from threadline.config import Settings
-from threadline.organizations.service import set_rate_limit
+from threadline.provisioning import set_rate_limit
 from threadline.runtime import Services
 
 pytestmark = pytest.mark.distributed

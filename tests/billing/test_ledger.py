@@ -21,7 +21,7 @@ from threadline.billing import ledger
 from threadline.billing.prices import Prices
 from threadline.config import ModelPrice
 from threadline.kit.clock import utcnow
-from threadline.organizations.service import set_rate_limit, set_run_concurrency
+from threadline.provisioning import set_rate_limit, set_run_concurrency
 from threadline.runs.tables import runs
 from threadline.runtime import Services
 

@@ -21,7 +21,7 @@ from tests.conftest import Backend
 from tests.support import ServerProcess, Tenant, running_server, threadline
 from threadline.billing.ledger import LedgerRepository
 from threadline.kit.db import Database
-from threadline.organizations.service import create_organization
+from threadline.provisioning import create_organization
 
 
 @dataclass(frozen=True)

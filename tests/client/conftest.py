@@ -12,7 +12,7 @@ from threadline_client import Threadline
 from tests.conftest import Backend
 from tests.support import ServerProcess, Tenant, running_server
 from threadline.kit.db import Database
-from threadline.organizations.service import create_organization
+from threadline.provisioning import create_organization
 
 
 @dataclass(frozen=True)

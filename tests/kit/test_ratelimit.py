@@ -14,7 +14,7 @@ from tests.support import Tenant, assert_error
 from threadline.app import create_app
 from threadline.config import Settings
 from threadline.kit.ratelimit import Bucket, MemoryRateLimiter, RateLimiter, RedisRateLimiter
-from threadline.organizations.service import set_rate_limit
+from threadline.provisioning import set_rate_limit
 from threadline.runtime import Services
 
 

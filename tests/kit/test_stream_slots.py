@@ -18,7 +18,7 @@ from fastapi import FastAPI
 from tests.runs.helpers import SLOW, start_run, wait_for_event
 from tests.support import Tenant, assert_error, make_thread
 from threadline.kit.streamslots import RETRY_AFTER_SECONDS
-from threadline.organizations.service import set_stream_limit
+from threadline.provisioning import set_stream_limit
 from threadline.runtime import Services
 
 

@@ -21,7 +21,7 @@ from tests.support import Tenant, make_tenant, make_thread
 from threadline.app import create_app
 from threadline.config import Settings
 from threadline.kit.clock import utcnow
-from threadline.organizations.service import set_run_concurrency
+from threadline.provisioning import set_run_concurrency
 from threadline.runs.repository import RunsAcrossOrganizations
 from threadline.runs.service import cancel_run
 from threadline.runs.tables import runs

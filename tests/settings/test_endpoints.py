@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from tests.support import Tenant, assert_error
-from threadline.organizations.service import set_run_concurrency
+from threadline.provisioning import set_run_concurrency
 from threadline.runtime import Services
 
 DEFAULTS = {

@@ -12,7 +12,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from tests.support import Tenant, assert_error, listed
 from tests.telemetry.intake_helpers import ORIGIN, otlp_protobuf, protobuf_headers, rpc_status, stored_count
-from threadline.organizations.service import set_rate_limit
+from threadline.provisioning import set_rate_limit
 from threadline.runtime import Services
 
 

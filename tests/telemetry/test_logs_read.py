@@ -20,7 +20,7 @@ from tests.support import Tenant, assert_error, listed
 from threadline.config import normalize_database_url
 from threadline.kit.clock import isoformat
 from threadline.kit.db import Database
-from threadline.organizations.service import create_organization
+from threadline.provisioning import create_organization
 from threadline.runtime import Services
 from threadline.storage.migrate import upgrade
 from threadline.telemetry import housekeeping, partitions, repository, tail

@@ -1,7 +1,7 @@
 import sqlalchemy as sa
 
+from threadline.kit.columns import id_column, metadata, organization_column
 from threadline.kit.db import UtcDateTime
-from threadline.storage.metadata import id_column, metadata, organization_column
 
 # One row per organization: its running balance and its number of entries. Every ledger entry moves both
 # in the entry's own transaction (``INSERT ... ON CONFLICT DO UPDATE SET balance = balance + :amount,

@@ -14,7 +14,7 @@ from threadline.cli.output import emit_json, fail
 if TYPE_CHECKING:
     from threadline.config import Settings
     from threadline.kit.db import Database
-    from threadline.organizations.service import NewOrganization
+    from threadline.provisioning import NewOrganization
 
 # The server's modules are imported inside the commands that use them: client commands and --help then
 # start without loading SQLAlchemy, FastAPI and the migrations.
@@ -120,7 +120,7 @@ def init(
     """Create the database, organization "default", project "default", the owner login and two keys."""
     import sqlalchemy as sa
 
-    from threadline.organizations import service as org_service
+    from threadline import provisioning as org_service
     from threadline.organizations.repository import OrganizationRepository
     from threadline.organizations.tables import organizations
     from threadline.users import service as users
@@ -238,7 +238,7 @@ def create_org(
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Another organization, with its default project and one key of each type."""
-    from threadline.organizations import service as org_service
+    from threadline import provisioning as org_service
 
     settings = _settings()
     if not name.strip() or len(name) > 200:
@@ -306,8 +306,8 @@ def set_limit(
     ] = None,
 ) -> None:
     """Raise or lower an organization's limits; running servers and workers apply them at once."""
+    from threadline import provisioning as org_service
     from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
-    from threadline.organizations import service as org_service
     from threadline.runtime import connect_redis
 
     if requests_per_minute is None and concurrent_runs is None and streams is None:

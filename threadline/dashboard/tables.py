@@ -1,7 +1,7 @@
 import sqlalchemy as sa
 
+from threadline.kit.columns import metadata, organization_column
 from threadline.kit.db import UtcDateTime
-from threadline.storage.metadata import metadata, organization_column
 
 dashboard_sessions = sa.Table(
     "dashboard_sessions",

@@ -1,7 +1,7 @@
 import sqlalchemy as sa
 
+from threadline.kit.columns import metadata, organization_column, search_key_column
 from threadline.kit.db import JsonType, UtcDateTime
-from threadline.storage.metadata import metadata, organization_column, search_key_column
 
 messages = sa.Table(
     "messages",

@@ -1,7 +1,7 @@
 import sqlalchemy as sa
 
+from threadline.kit.columns import id_column, metadata, organization_column
 from threadline.kit.db import UtcDateTime
-from threadline.storage.metadata import id_column, metadata, organization_column
 
 projects = sa.Table(
     "projects",

@@ -4,11 +4,11 @@ from threadline.automations.tables import automation_firings, automations
 from threadline.billing.tables import billing_accounts, billing_transactions
 from threadline.dashboard.tables import dashboard_sessions
 from threadline.keys.tables import api_keys, stream_tokens
+from threadline.kit.columns import metadata
 from threadline.messages.tables import messages
 from threadline.organizations.tables import organizations
 from threadline.projects.tables import projects
 from threadline.runs.tables import artifacts, run_events, runs
-from threadline.storage.metadata import metadata
 from threadline.telemetry.tables import log_records, log_sequence
 from threadline.threads.tables import threads
 from threadline.users.tables import users

@@ -1,7 +1,7 @@
 import sqlalchemy as sa
 
+from threadline.kit.columns import metadata, organization_column
 from threadline.kit.db import JsonType, UtcDateTime
-from threadline.storage.metadata import metadata, organization_column
 
 # One table for logs and product events. The primary key leads with the tenant and the time-ordered id, so
 # it is also the index every read walks (newest first, per organization), and it ends with received_at,

@@ -31,7 +31,7 @@ from tests.conftest import Backend, empty_database
 from tests.support import ServerProcess, init_database, running_server, running_worker
 from threadline.config import Settings
 from threadline.kit.db import Database
-from threadline.organizations.service import create_organization
+from threadline.provisioning import create_organization
 from threadline.users.service import create_owner, generate_password
 
 CHROMIUM = Path(os.environ.get("THREADLINE_TEST_CHROMIUM", "/usr/bin/chromium"))
