@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from threadline.keys.auth import ORG_UPDATED
+from threadline.access.principal import ORG_UPDATED
 from threadline.keys.repository import ApiKey
 from threadline.keys.service import create_key
 from threadline.kit.db import Conn, after_commit

@@ -7,12 +7,13 @@ the signal bus to their Redis implementations; the database URL picks the SQL di
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from redis.asyncio import BlockingConnectionPool, Redis
 
+from threadline.agent.tools import Tools
 from threadline.automations.scheduler import Scheduler
 from threadline.automations.triggers import LogTriggers
 from threadline.billing.prices import Prices
@@ -26,19 +27,23 @@ from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLi
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
 from threadline.kit.statements import insert_or_ignore
 from threadline.kit.streamslots import StreamSlots
+from threadline.runs.artifact_tool import CREATE_ARTIFACT
 from threadline.runs.executor import RunExecutor
 from threadline.runs.feeds import RunFeeds
+from threadline.runs.service import ThreadDeletionWithRuns
 from threadline.search.backend import SearchBackend
 from threadline.search.postgres import PostgresSearch
 from threadline.search.postings import PostingsSealer
 from threadline.search.sqlite import SqliteSearch
+from threadline.search.tool import search_messages_tool
 from threadline.telemetry.append_postgres import PostgresAppender
 from threadline.telemetry.append_sqlite import SqliteAppender, SqliteStoreAppender
 from threadline.telemetry.housekeeping import DeletingRetention, Retention
 from threadline.telemetry.partitions import PartitionedRetention
 from threadline.telemetry.tail import LogTails
+from threadline.telemetry.tool import QUERY_LOGS
 from threadline.telemetry.writer import LogAppender, LogWriter
-from threadline.threads.service import ThreadInserts, thread_inserts
+from threadline.threads.service import ThreadDeletion, ThreadInserts, thread_inserts
 
 if TYPE_CHECKING:
     from threadline.automations.endpoints import AutomationServices
@@ -72,6 +77,7 @@ class Services:
     log_triggers: LogTriggers
     scheduler: Scheduler | None
     thread_inserts: ThreadInserts
+    thread_deletion: ThreadDeletion
     retention: Retention
     postings: PostingsSealer | None  # PostgreSQL's only: SQLite's FTS5 counts from its own index
     chores: Chores | None = None
@@ -109,6 +115,11 @@ if TYPE_CHECKING:
         receive it untyped, from the app's ``Runtime``, and name only what they read)."""
         s = services
         return s, s, s, s, s, s, s, s, s, s, s
+
+
+def builtin_tools(search: SearchBackend) -> Tools:
+    """The tools every run's model is offered, in the order it is shown them."""
+    return Tools([search_messages_tool(search), QUERY_LOGS, CREATE_ARTIFACT])
 
 
 def search_backend(dialect: str) -> SearchBackend:
@@ -149,78 +160,75 @@ async def open_services(
     ``clock``: what automations read the time from (tests pass a ``ManualClock``)."""
     clock = clock or Clock()
     prices = Prices(settings.model_prices)
-    db = Database(settings.resolved_database_url)
-    redis = connect_redis(settings)
-    limiter: RateLimiter
-    signals: SignalBus
-    if redis is not None:
-        limiter = RedisRateLimiter(redis, settings.redis_prefix)
-        signals = RedisSignalBus(redis, settings.redis_prefix)
-    else:
-        limiter = MemoryRateLimiter()
-        signals = MemorySignalBus()
-    authenticator = KeyAuthenticator(db, signals, settings)
-    appender, retention, sealer = _per_dialect(settings, db)
-    log_triggers = LogTriggers(db, signals, prices, clock, insert_or_ignore(db.dialect_name))
-    logs = LogWriter(db, signals, appender, log_triggers)
-    log_tails = LogTails(signals)
-    run_feeds = RunFeeds(db, signals)
-    search = search_backend(db.dialect_name)
-    executor = scheduler = None
-    if runs != "off":
-        execute = runs == "worker" or settings.executes_runs_in_server
-        executor = RunExecutor(db, signals, search, settings, prices, execute=execute)
-        if execute:
-            scheduler = Scheduler(db, signals, prices, clock, interval=settings.scheduler_interval_seconds)
-    services = Services(
-        settings,
-        db,
-        redis,
-        limiter,
-        signals,
-        authenticator,
-        search,
-        logs,
-        log_tails,
-        run_feeds,
-        executor,
-        clock,
-        prices,
-        log_triggers,
-        scheduler,
-        thread_inserts(db),
-        retention,
-        sealer,
-        Chores(retention, sealer, SessionSweeper(db, clock, settings)) if chores else None,
-    )
-    try:
+    # Each part is closed by the stack as soon as it exists, in the reverse of the order it was made in
+    # (which is why the parts are made in this order), and a close that raises does not skip the others.
+    async with AsyncExitStack() as stack:
+        db = Database(settings.resolved_database_url)
+        stack.push_async_callback(db.dispose)
+        redis = connect_redis(settings)
+        if redis is not None:
+            stack.push_async_callback(redis.aclose)
+        limiter: RateLimiter
+        signals: SignalBus
+        if redis is not None:
+            limiter = RedisRateLimiter(redis, settings.redis_prefix)
+            signals = RedisSignalBus(redis, settings.redis_prefix)
+        else:
+            limiter = MemoryRateLimiter()
+            signals = MemorySignalBus()
+        stack.push_async_callback(limiter.aclose)
+        stack.push_async_callback(signals.aclose)
+        authenticator = KeyAuthenticator(db, signals, settings)
+        stack.push_async_callback(authenticator.aclose)
+        appender, retention, sealer = _per_dialect(settings, db)
+        log_triggers = LogTriggers(db, signals, prices, clock, insert_or_ignore(db.dialect_name))
+        stack.push_async_callback(log_triggers.aclose)
+        inserts = thread_inserts(db)
+        stack.push_async_callback(inserts.aclose)
+        logs = LogWriter(db, signals, appender, log_triggers)
+        stack.push_async_callback(logs.aclose)
+        log_tails = LogTails(signals)
+        run_feeds = RunFeeds(db, signals)
+        search = search_backend(db.dialect_name)
+        executor = scheduler = None
+        if runs != "off":
+            execute = runs == "worker" or settings.executes_runs_in_server
+            executor = RunExecutor(db, signals, builtin_tools(search), settings, prices, execute=execute)
+            if execute:
+                scheduler = Scheduler(
+                    db, signals, prices, clock, interval=settings.scheduler_interval_seconds
+                )
+        services = Services(
+            settings=settings,
+            db=db,
+            redis=redis,
+            limiter=limiter,
+            signals=signals,
+            authenticator=authenticator,
+            search=search,
+            logs=logs,
+            log_tails=log_tails,
+            run_feeds=run_feeds,
+            executor=executor,
+            clock=clock,
+            prices=prices,
+            log_triggers=log_triggers,
+            scheduler=scheduler,
+            thread_inserts=inserts,
+            thread_deletion=ThreadDeletionWithRuns(signals, prices),
+            retention=retention,
+            postings=sealer,
+            chores=Chores(retention, sealer, SessionSweeper(db, clock, settings)) if chores else None,
+        )
+        stack.callback(services.close_streams)  # after the executor's runs end, before the writers close
         await signals.start()
         authenticator.start()
         await log_triggers.start()
-        if executor is not None:
-            executor.start()
-        if scheduler is not None:
-            scheduler.start()
-        if services.chores is not None:
-            services.chores.start()
+        for part in (executor, scheduler, services.chores):
+            if part is not None:
+                stack.push_async_callback(part.aclose)
+                part.start()
         yield services
-    finally:
-        if services.chores is not None:
-            await services.chores.aclose()
-        if scheduler is not None:
-            await scheduler.aclose()
-        if executor is not None:
-            await executor.aclose()
-        services.close_streams()
-        await logs.aclose()
-        await services.thread_inserts.aclose()
-        await log_triggers.aclose()
-        await authenticator.aclose()
-        await signals.aclose()
-        await limiter.aclose()
-        if redis is not None:
-            await redis.aclose()
-        await db.dispose()
 
 
 def _per_dialect(settings: Settings, db: Database) -> tuple[LogAppender, Retention, PostingsSealer | None]:

@@ -25,12 +25,12 @@ from threadline.agent.models import (
     ToolCallReady,
     Usage,
 )
-from threadline.agent.tools import SPECS, ToolContext, call_tool
+from threadline.agent.recorder import Effect, Recorder
+from threadline.agent.tools import ToolContext, Tools
 from threadline.kit.db import Conn
 from threadline.kit.ids import new_id
 from threadline.kit.metadata import MAX_VALUE_CHARS
 from threadline.messages.service import append_message
-from threadline.runs.recorder import Effect, RunRecorder
 
 MAX_TURNS = 10
 DEFAULT_INSTRUCTIONS = (
@@ -39,12 +39,12 @@ DEFAULT_INSTRUCTIONS = (
 )
 
 
-async def run_agent(model: Model, context: ToolContext, history: Sequence[ChatMessage]) -> None:
+async def run_agent(model: Model, tools: Tools, context: ToolContext, history: Sequence[ChatMessage]) -> None:
     """Raises ``ModelError`` when a turn fails or the model never stops calling tools."""
     recorder = context.recorder
     messages = list(history)
     for _ in range(MAX_TURNS):
-        content, calls = await _turn(model, recorder, messages)
+        content, calls = await _turn(model, tools, recorder, messages)
         messages.append(ChatMessage("assistant", content or None, tool_calls=tuple(calls)))
         if not calls:
             return
@@ -53,7 +53,7 @@ async def run_agent(model: Model, context: ToolContext, history: Sequence[ChatMe
                 "tool_call_start",
                 {"toolCallId": call.id, "name": call.name, "arguments": _arguments(call.arguments)},
             )
-            result = await call_tool(context, call)
+            result = await tools.call(context, call)
             await recorder.emit(
                 "tool_call_complete",
                 {
@@ -68,14 +68,14 @@ async def run_agent(model: Model, context: ToolContext, history: Sequence[ChatMe
 
 
 async def _turn(
-    model: Model, recorder: RunRecorder, messages: Sequence[ChatMessage]
+    model: Model, tools: Tools, recorder: Recorder, messages: Sequence[ChatMessage]
 ) -> tuple[str, list[ToolCall]]:
     """One model turn: its text and reasoning streamed as events, its message written, its tool calls."""
     message_id = new_id("msg")
     started = False
     text: list[str] = []
     calls: list[ToolCall] = []
-    async with contextlib.aclosing(model.stream(messages, SPECS)) as deltas:
+    async with contextlib.aclosing(model.stream(messages, tools.specs)) as deltas:
         async for delta in deltas:
             if isinstance(delta, ToolCallReady):
                 calls.append(delta.call)

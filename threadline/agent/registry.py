@@ -1,4 +1,5 @@
-"""Model names (``provider/model``) to providers: the one place a new provider is added.
+"""Model names (``provider/model``) to providers: a new provider is added here and to the one rule names are
+checked by (``settings.schemas.MODEL_PATTERN``).
 
 The ``openai`` provider is imported when first used, or by ``preload`` (which ``threadline.server`` calls in
 a thread once its listeners answer): the OpenAI SDK's import was a fifth of every server's start-up CPU
@@ -11,21 +12,10 @@ from typing import TYPE_CHECKING
 from threadline.agent.models import Model
 from threadline.agent.offline import scripted_model
 from threadline.config import Settings
+from threadline.settings.schemas import check_model_name
 
 if TYPE_CHECKING:
     from threadline.agent.openai_chat import OpenAIChatModel
-
-PROVIDERS = ("offline", "openai")
-
-
-def check_model_name(name: str) -> str:
-    """Refuses, when a run is created, names no provider can serve (ValueError with a message for humans)."""
-    provider, _, model = name.partition("/")
-    if provider not in PROVIDERS or not model:
-        raise ValueError(f"unknown model {name!r}: use offline/scripted or openai/<model>")
-    if provider == "offline":
-        scripted_model(model)
-    return name
 
 
 class Models:

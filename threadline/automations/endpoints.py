@@ -6,11 +6,11 @@ from typing import Annotated, Protocol
 
 from fastapi import APIRouter, Depends, Request
 
+from threadline.access.principal import principal_of
 from threadline.automations import service
 from threadline.automations.schemas import AutomationCreate, AutomationOut, AutomationUpdate
 from threadline.automations.triggers import LogTriggers
 from threadline.billing.prices import Prices
-from threadline.keys.auth import principal_of
 from threadline.kit.clock import Clock
 from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.errors import BadRequest, Reason

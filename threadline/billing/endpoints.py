@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from threadline.access.principal import principal_of
 from threadline.billing import service
 from threadline.billing.schemas import BalanceOut, TransactionOut, TransactionPage
-from threadline.keys.auth import principal_of
 from threadline.kit.deps import ConnDep, PageDep
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import LedgerPagination, total_pages

@@ -1,4 +1,4 @@
-"""Who is calling: key lookup with a short-lived cache, and the named dependencies handlers declare.
+"""Who is calling: key lookup with a short-lived cache (``access.principal`` says what a caller is).
 
 Authentication runs on every request, so a database round trip per request would dominate the cost of
 cheap endpoints. Principals are cached per key hash for ``key_cache_ttl_seconds`` (at most 1 s), which
@@ -13,50 +13,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Annotated, Any, Protocol
 
-from fastapi import Depends, Request
-
+from threadline.access.principal import KEY_REVOKED, ORG_UPDATED, Principal
 from threadline.config import Settings
 from threadline.keys import repository
-from threadline.keys.repository import ApiKey
 from threadline.keys.tokens import hash_key, looks_like_key
 from threadline.kit.db import Database
 from threadline.kit.signals import RESET, SignalBus
-from threadline.kit.streamslots import StreamSlots
-from threadline.organizations.repository import Organization
 
 log = logging.getLogger(__name__)
-
-KEY_REVOKED = "key.revoked"
-ORG_UPDATED = "org.updated"
-PRINCIPAL_SCOPE_KEY = "threadline.principal"
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Principal:
-    """Immutable, and renewed from the database at least every ``key_cache_ttl_seconds``.
-
-    ``memo`` holds values derived from it (rate-limit buckets, rendered bodies) so the hot path computes
-    them once per renewal instead of once per request."""
-
-    key: ApiKey
-    organization: Organization
-    organization_limit: int
-    stream_limit: int  # open streams at once, in this process
-    memo: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def organization_id(self) -> str:
-        return self.organization.id
-
-    @property
-    def key_limit(self) -> int:
-        own = self.key.rate_limit_per_minute
-        return self.organization_limit if own is None else min(own, self.organization_limit)
 
 
 class KeyAuthenticator:
@@ -176,34 +142,3 @@ class KeyAuthenticator:
             await self.flush_usage()
         except Exception:
             log.warning("could not record key usage at shutdown", exc_info=True)
-
-
-def principal_of(request: Request) -> Principal:
-    """The caller, as the access middleware authenticated it before routing (key type checked too).
-
-    Handlers call this rather than declaring a FastAPI dependency: authentication has already happened,
-    and FastAPI charges about 10 µs per sub-dependency per request, which measured as much as
-    authentication and rate limiting together on ``GET /v1/me``. The security schemes of each operation
-    are declared in the contract (``contract.py``)."""
-    principal = request.scope.get(PRINCIPAL_SCOPE_KEY)
-    if not isinstance(principal, Principal):  # pragma: no cover - the middleware guarantees it
-        raise RuntimeError("route reached without authentication")
-    return principal
-
-
-class _WithStreamSlots(Protocol):
-    stream_slots: StreamSlots
-
-
-async def hold_stream_slot(request: Request) -> AsyncIterator[None]:
-    """One of the caller's organization's stream slots for the whole response, released when the stream
-    ends however it ends (finished, client gone, shutdown): FastAPI closes a request-scoped dependency
-    only after the response has been sent. Over the limit: 429 ``TOO_MANY_STREAMS``, before any work."""
-    principal = principal_of(request)
-    services: _WithStreamSlots = request.app.state.runtime.services
-    with services.stream_slots.hold(principal.organization_id, principal.stream_limit):
-        yield
-
-
-# Declared by each stream endpoint, before its other dependencies (a refused stream opens no transaction).
-StreamSlot = Annotated[None, Depends(hold_stream_slot, scope="request")]

@@ -4,8 +4,8 @@ from typing import Annotated, Protocol
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from threadline.access.principal import principal_of
 from threadline.keys import service
-from threadline.keys.auth import principal_of
 from threadline.keys.schemas import KeyCreate, KeyCreated, KeyOut
 from threadline.keys.tokens import KeyType
 from threadline.kit.deps import ConnDep, CursorDep, get_services

@@ -14,8 +14,9 @@ from typing import Literal, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from threadline.access.principal import PRINCIPAL_SCOPE_KEY, Principal
 from threadline.config import Settings
-from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, KeyAuthenticator, Principal
+from threadline.keys.auth import KeyAuthenticator
 from threadline.keys.stream_access import query_token, serve_with_token
 from threadline.kit.context import RATE_LIMIT_SCOPE_KEY, client_address
 from threadline.kit.db import Database

@@ -4,33 +4,18 @@ authenticator's (``KeysAcrossOrganizations``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
 
+from threadline.access.caller import ApiKey as ApiKey
+from threadline.access.caller import KeyType
 from threadline.keys.tables import api_keys
-from threadline.keys.tokens import KeyType
 from threadline.kit.db import Conn
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
 from threadline.organizations import repository as org_repository
 from threadline.organizations.repository import Organization
 from threadline.organizations.tables import organizations
-
-
-@dataclass(frozen=True, slots=True)
-class ApiKey:
-    id: str
-    organization_id: str
-    project_id: str | None
-    name: str
-    type: KeyType
-    last4: str
-    rate_limit_per_minute: int | None
-    created_at: datetime
-    last_used_at: datetime | None
-    revoked_at: datetime | None
-
 
 _KEY_COLUMNS = [c for c in api_keys.c if c.key != "key_hash"]
 

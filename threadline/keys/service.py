@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from threadline.keys.auth import KEY_REVOKED
+from threadline.access.principal import KEY_REVOKED
 from threadline.keys.repository import ApiKey, KeyRepository
 from threadline.keys.tokens import KeyType, generate_key, hash_key
 from threadline.kit.clock import utcnow

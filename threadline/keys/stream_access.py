@@ -23,9 +23,10 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from threadline.access.principal import PRINCIPAL_SCOPE_KEY, Principal
 from threadline.config import Settings
 from threadline.keys import stream_tokens
-from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, KeyAuthenticator, Principal
+from threadline.keys.auth import KeyAuthenticator
 from threadline.kit.clock import utcnow
 from threadline.kit.context import RATE_LIMIT_SCOPE_KEY, header_of
 from threadline.kit.db import Database

@@ -19,13 +19,13 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
+from threadline.access.caller import DEFAULT_ALLOWED_ORIGINS
 from threadline.keys.tables import api_keys, stream_tokens
 from threadline.keys.tokens import hash_key
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, stored_json
 from threadline.kit.errors import BadRequest, Reason
 from threadline.organizations.repository import Organization
-from threadline.settings.service import DEFAULT_ALLOWED_ORIGINS
 
 PREFIX = "st_"
 DEFAULT_TTL_SECONDS = 600

@@ -10,9 +10,9 @@ import hashlib
 import re
 import secrets
 import string
-from typing import Literal
 
-KeyType = Literal["public", "secret"]
+from threadline.access.caller import KeyType as KeyType
+
 PREFIXES: dict[KeyType, str] = {"public": "pk_", "secret": "sk_"}
 _ALPHABET = string.ascii_letters + string.digits
 _BODY_LENGTH = 40

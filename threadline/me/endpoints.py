@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from threadline.keys.auth import principal_of
+from threadline.access.principal import principal_of
 from threadline.keys.schemas import KeyOut
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.schemas import ResponseModel

@@ -2,50 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-
 import sqlalchemy as sa
 
-from threadline.config import Settings
+from threadline.access.caller import Limits as Limits
+from threadline.access.caller import Organization as Organization
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn
 from threadline.kit.ids import new_id
 from threadline.organizations.tables import organizations
-
-
-@dataclass(frozen=True, slots=True)
-class Organization:
-    """The row as stored: settings left NULL mean "the default" (``settings.service`` resolves them)."""
-
-    id: str
-    name: str
-    rate_limit_per_minute: int | None
-    created_at: datetime
-    default_model: str | None = None
-    instructions: str | None = None
-    log_retention_days: int | None = None
-    allowed_origins: tuple[str, ...] | None = None
-    billing_enforced: bool = False
-    run_concurrency: int | None = None
-    stream_limit: int | None = None
-
-    def limits(self, config: Settings) -> Limits:
-        """The limits in force: an operator's own, else the process's defaults (a NULL column)."""
-        return Limits(
-            requests_per_minute=self.rate_limit_per_minute or config.default_rate_limit_per_minute,
-            concurrent_runs=self.run_concurrency or config.default_run_concurrency,
-            streams=self.stream_limit or config.default_stream_limit,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """What an operator sets per organization (``threadline orgs set-limit``)."""
-
-    requests_per_minute: int
-    concurrent_runs: int
-    streams: int
 
 
 def columns(prefix: str = "") -> list[sa.Label[object]]:

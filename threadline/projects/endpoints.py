@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from threadline.keys.auth import principal_of
+from threadline.access.principal import principal_of
 from threadline.kit.deps import ConnDep, CursorDep
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage

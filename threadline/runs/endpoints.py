@@ -8,9 +8,9 @@ from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 
+from threadline.access.principal import StreamSlot, principal_of
 from threadline.billing.prices import Prices
 from threadline.keys import stream_tokens
-from threadline.keys.auth import StreamSlot, principal_of
 from threadline.kit.db import Conn
 from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors

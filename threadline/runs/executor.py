@@ -33,7 +33,7 @@ from typing import Any
 from threadline.agent.loop import DEFAULT_INSTRUCTIONS, run_agent
 from threadline.agent.models import ChatMessage, ModelError
 from threadline.agent.registry import Models
-from threadline.agent.tools import ToolContext
+from threadline.agent.tools import ToolContext, Tools
 from threadline.billing.prices import Prices
 from threadline.config import Settings
 from threadline.kit.clock import utcnow
@@ -45,7 +45,6 @@ from threadline.runs import events, service
 from threadline.runs.recorder import RunAborted, RunRecorder, announce
 from threadline.runs.repository import Run, RunsAcrossOrganizations, Status
 from threadline.runs.service import RUN_CANCELLED, RUNS_QUEUED
-from threadline.search.backend import SearchBackend
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +59,7 @@ class RunExecutor:
         self,
         db: Database,
         signals: SignalBus,
-        search: SearchBackend,
+        tools: Tools,
         settings: Settings,
         prices: Prices,
         *,
@@ -69,7 +68,7 @@ class RunExecutor:
         self._db = db
         self._prices = prices
         self._signals = signals
-        self._search = search
+        self._tools = tools
         self._settings = settings
         self._models = Models(settings)
         self._execute = execute
@@ -202,7 +201,7 @@ class RunExecutor:
                 except ValueError as error:  # a setting that named a model no provider serves
                     raise ModelError("MODEL_ERROR", str(error)) from error
                 history = await self._history(run)
-                await run_agent(model, ToolContext(self._db, self._search, recorder), history)
+                await run_agent(model, self._tools, ToolContext(self._db, recorder), history)
                 await recorder.flush()
         except ModelError as error:
             outcome = ("failed", (error.code, error.message))

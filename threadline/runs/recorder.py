@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from threadline.agent.models import Usage
+from threadline.agent.recorder import Effect
 from threadline.kit.clock import utcnow
-from threadline.kit.db import Conn, Database
+from threadline.kit.db import Database
 from threadline.kit.signals import SignalBus
 from threadline.runs import events
 from threadline.runs.events import RUN_EVENTS, Event
@@ -28,7 +28,6 @@ from threadline.threads.repository import ThreadRepository
 
 log = logging.getLogger(__name__)
 
-Effect = Callable[[Conn], Awaitable[None]]
 
 # An agent that outruns the database waits once this many events are uncommitted.
 _MAX_PENDING = 512
@@ -46,6 +45,8 @@ class _Pending:
 
 
 class RunRecorder:
+    """The agent's ``Recorder`` (``agent.recorder``) for one executing run."""
+
     def __init__(
         self,
         db: Database,

@@ -95,10 +95,13 @@ class RunRepository:
             )
         )
 
-    async def get(self, run_id: str) -> Run | None:
+    async def get(self, run_id: str, *, for_update: bool = False) -> Run | None:
+        """``for_update``: row-locked for the rest of the transaction (a cancel, an interrupt, a deletion)."""
         query = sa.select(*_COLUMNS).where(
             runs.c.id == run_id, runs.c.organization_id == self._organization_id
         )
+        if for_update:
+            query = query.with_for_update()
         row = (await self._conn.execute(query)).mappings().first()
         return from_row(row) if row else None
 
@@ -232,8 +235,8 @@ def _candidate(default_concurrency: int, passed: Collection[str]) -> sa.Select[s
 
 class RunsAcrossOrganizations:
     """Runs named by id alone, whichever organization holds them: the executor's claims, leases, events
-    and reaping (it serves every organization), and the writes of a run's status, made after the caller
-    found the run (through ``RunRepository`` when a request asks) and locked its thread."""
+    and reaping (it serves every organization), and the writes of a run's status and its thread's active run,
+    made after the caller locked the run (through ``RunRepository`` when a request asks) and its thread."""
 
     def __init__(self, conn: Conn) -> None:
         self._conn = conn

@@ -11,7 +11,7 @@ lock), so no two transactions wait on each other in a cycle.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -81,7 +81,7 @@ async def create_run(
     if strategy == "interrupt":
         for run in active:
             # Locked and read again: its executor may have committed events since the read above.
-            locked = await RunsAcrossOrganizations(conn).get(run.id, for_update=True)
+            locked = await RunRepository(conn, organization.id).get(run.id, for_update=True)
             if locked is not None and locked.is_active:
                 await _end(conn, signals, prices, locked, "cancelled", None)
     now = utcnow()
@@ -119,10 +119,21 @@ async def delete_thread_with_runs(
     ``threads.service``, which knows nothing of runs."""
     await _lock_thread(conn, organization_id, thread_id)
     for run in await RunRepository(conn, organization_id).active_of_thread(thread_id):
-        locked = await RunsAcrossOrganizations(conn).get(run.id, for_update=True)
+        locked = await RunRepository(conn, organization_id).get(run.id, for_update=True)
         if locked is not None and locked.is_active:
             await _end(conn, signals, prices, locked, "cancelled", None)
     return await threads.delete_thread(conn, organization_id, thread_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadDeletionWithRuns:
+    """``threads.service.ThreadDeletion``, as the composition root hands it to the thread endpoints."""
+
+    signals: SignalBus
+    prices: Prices
+
+    async def __call__(self, conn: Conn, organization_id: str, thread_id: str) -> Thread:
+        return await delete_thread_with_runs(conn, self.signals, self.prices, organization_id, thread_id)
 
 
 async def get_run(conn: Conn, organization_id: str, run_id: str) -> Run:
@@ -199,7 +210,7 @@ async def cancel_run(
     the executing process, told by a signal, stops the model; it can write nothing after this commit."""
     run = await get_run(conn, organization_id, run_id)
     await _lock_thread(conn, organization_id, run.thread_id)
-    locked = await RunsAcrossOrganizations(conn).get(run_id, for_update=True)
+    locked = await RunRepository(conn, organization_id).get(run_id, for_update=True)
     assert locked is not None  # the thread's lock keeps its runs (deletion cascades through it)
     if not locked.is_active:
         raise Conflict(f"Run {run_id} has already ended ({locked.status}).", reason=Reason.RUN_ENDED)

@@ -4,7 +4,7 @@ from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from threadline.keys.auth import principal_of
+from threadline.access.principal import principal_of
 from threadline.kit.db import Database
 from threadline.kit.deps import PageDep, get_services
 from threadline.kit.errors import BadRequest

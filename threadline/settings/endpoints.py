@@ -4,8 +4,8 @@ from typing import Annotated, Protocol
 
 from fastapi import APIRouter, Depends, Request
 
+from threadline.access.principal import principal_of
 from threadline.config import Settings
-from threadline.keys.auth import principal_of
 from threadline.kit.deps import ConnDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.signals import SignalBus

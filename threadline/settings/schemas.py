@@ -5,7 +5,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, StrictBool, StringConstraints
 
-from threadline.agent.registry import check_model_name
 from threadline.kit.schemas import Documented, NullRefused, RequestModel, ResponseModel
 from threadline.organizations.schemas import RateLimitOut
 
@@ -27,9 +26,23 @@ def _origins(value: list[str]) -> list[str]:
     return value
 
 
-# The names runs accept (one check for both: a setting naming a model no run could use is refused). The
-# contract's pattern is the registry's rule: ``offline/scripted``, or ``openai/`` and any model name.
+# The names runs accept (one check for both: a setting naming a model no run could use is refused), and the
+# one statement of the rule: ``offline/scripted``, or ``openai/`` and any model name. The contract shows the
+# pattern; ``check_model_name`` applies it, and the agent's registry asks it before choosing a provider.
 MODEL_PATTERN = r"^(offline/scripted|openai/[\s\S]+)$"
+_MODEL = re.compile(MODEL_PATTERN)
+
+
+def check_model_name(name: str) -> str:
+    """Refuses names no provider can serve (ValueError with a message for humans)."""
+    if _MODEL.fullmatch(name):
+        return name
+    provider, _, model = name.partition("/")
+    if provider == "offline" and model:
+        raise ValueError(f"unknown offline model {model!r}; the offline provider has offline/scripted")
+    raise ValueError(f"unknown model {name!r}: use offline/scripted or openai/<model>")
+
+
 ModelName = Annotated[
     str,
     StringConstraints(max_length=200),

@@ -10,8 +10,9 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
+from threadline.access.caller import DEFAULT_ALLOWED_ORIGINS as DEFAULT_ALLOWED_ORIGINS
+from threadline.access.principal import ORG_UPDATED
 from threadline.config import Settings
-from threadline.keys.auth import ORG_UPDATED
 from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import BadRequest, NotFound, Reason
 from threadline.kit.signals import SignalBus
@@ -21,7 +22,6 @@ from threadline.settings.schemas import SettingsOut
 
 DEFAULT_MODEL = "offline/scripted"
 DEFAULT_LOG_RETENTION_DAYS = 30
-DEFAULT_ALLOWED_ORIGINS = ("*",)
 _READ_ONLY = ("rate_limit", "run_concurrency")
 _NOT_NULL = ("default_model", "log_retention_days", "allowed_origins", "billing_enforced")
 

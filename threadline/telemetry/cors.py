@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from threadline.keys.auth import PRINCIPAL_SCOPE_KEY, Principal
+from threadline.access.principal import PRINCIPAL_SCOPE_KEY, Principal
 from threadline.keys.middleware import AccessServices, limit_by_address
 from threadline.kit.context import header_of
 from threadline.kit.errors import Forbidden, Reason, TooManyRequests

@@ -6,7 +6,7 @@ from typing import Annotated, Protocol
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 
-from threadline.keys.auth import StreamSlot, principal_of
+from threadline.access.principal import StreamSlot, principal_of
 from threadline.kit.db import Database
 from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.errors import BadRequest, Reason

@@ -20,7 +20,7 @@ from pydantic import TypeAdapter
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from threadline.keys.auth import PRINCIPAL_SCOPE_KEY
+from threadline.access.principal import PRINCIPAL_SCOPE_KEY
 from threadline.kit.context import header_of
 from threadline.kit.errors import (
     UNKNOWN_OPERATION,

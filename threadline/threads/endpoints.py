@@ -4,24 +4,20 @@ from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
 
-from threadline.billing.prices import Prices
-from threadline.keys.auth import principal_of
+from threadline.access.principal import principal_of
 from threadline.kit.db import Database
 from threadline.kit.deps import ConnDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
-from threadline.kit.signals import SignalBus
-from threadline.runs.service import delete_thread_with_runs
 from threadline.threads import fast_list, service
 from threadline.threads.schemas import ThreadCreate, ThreadOut, ThreadUpdate
-from threadline.threads.service import ThreadInserts
+from threadline.threads.service import ThreadDeletion, ThreadInserts
 
 
 class ThreadServices(Protocol):
     """What the thread handlers read from the process's services."""
 
     db: Database
-    prices: Prices
-    signals: SignalBus
+    thread_deletion: ThreadDeletion
     thread_inserts: ThreadInserts
 
 
@@ -79,7 +75,5 @@ async def update_thread(threadId: str, body: ThreadUpdate, request: Request, con
 async def delete_thread(threadId: str, request: Request, conn: ConnDep, services: ServicesDep) -> ThreadOut:
     """Deletes the thread with its messages and runs (an active run is cancelled first, and charged for
     what it used); answers with the deleted thread."""
-    thread = await delete_thread_with_runs(
-        conn, services.signals, services.prices, principal_of(request).organization_id, threadId
-    )
+    thread = await services.thread_deletion(conn, principal_of(request).organization_id, threadId)
     return ThreadOut.of(thread)

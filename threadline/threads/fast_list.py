@@ -24,7 +24,7 @@ from fastapi.routing import APIRoute
 from pydantic_core import to_json
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from threadline.keys.auth import principal_of
+from threadline.access.principal import principal_of
 from threadline.kit.db import Conn, Database, stored_isoformat, stored_json
 from threadline.kit.errors import ApiError, BadRequest, Reason, render_envelope
 from threadline.kit.fastpath import never_routed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
@@ -77,6 +78,13 @@ async def update_thread(
         at=utcnow(),
     )
     return await get_thread(conn, organization_id, thread_id)
+
+
+class ThreadDeletion(Protocol):
+    """``DELETE /v1/threads/{id}``: the thread's active runs end (cancelled, charged) before it goes, which
+    ``runs`` does (``runs.service.ThreadDeletionWithRuns``); threads, below runs, receive it as this."""
+
+    async def __call__(self, conn: Conn, organization_id: str, thread_id: str) -> Thread: ...
 
 
 async def delete_thread(conn: Conn, organization_id: str, thread_id: str) -> Thread:
