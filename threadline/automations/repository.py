@@ -99,28 +99,11 @@ class AutomationRepository:
             )
         )
 
-
-class AutomationsAcrossOrganizations:
-    """Automations named by id alone, or all that are due, whichever organization holds them: the
-    scheduler's and the log matcher's reads (they serve every organization), and the writes that follow a
-    read (through ``AutomationRepository`` when a request asks)."""
-
-    __slots__ = ("_conn",)
-
-    def __init__(self, conn: Conn) -> None:
-        self._conn = conn
-
-    async def get(self, automation_id: str, *, lock: bool = False) -> Automation | None:
-        """``lock``: row-locked for the rest of the transaction (PostgreSQL; SQLite's writer holds the
-        database), so two processes firing the same automation take turns and the second sees what the
-        first wrote."""
-        return await _one(self._conn, sa.select(automations).where(automations.c.id == automation_id), lock)
-
     async def save(self, automation: Automation) -> None:
         """Writes every mutable field of ``automation`` back to its row."""
         await self._conn.execute(
             automations.update()
-            .where(automations.c.id == automation.id)
+            .where(automations.c.id == automation.id, automations.c.organization_id == self._organization_id)
             .values(
                 name=automation.name,
                 enabled=automation.enabled,
@@ -142,12 +125,39 @@ class AutomationsAcrossOrganizations:
         next_run_at: datetime | None,
         error: Mapping[str, str] | None,
     ) -> None:
-        """A firing's marks, left by the firing's own transaction (not an edit: ``updated_at`` stays)."""
-        await self._conn.execute(
-            automations.update()
-            .where(automations.c.id == automation_id)
-            .values(last_triggered_at=at, next_run_at=next_run_at, last_error=dict(error) if error else None)
+        """As ``AutomationsAcrossOrganizations.record_firing``, for a firing a request made."""
+        where = sa.and_(
+            automations.c.id == automation_id, automations.c.organization_id == self._organization_id
         )
+        await _record_firing(self._conn, where, at, next_run_at, error)
+
+
+class AutomationsAcrossOrganizations:
+    """Automations named by id alone, or all that are due, whichever organization holds them: the
+    scheduler's and the log matcher's reads (they serve every organization), and the writes of their firings.
+    A request writes through ``AutomationRepository``."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Conn) -> None:
+        self._conn = conn
+
+    async def get(self, automation_id: str, *, lock: bool = False) -> Automation | None:
+        """``lock``: row-locked for the rest of the transaction (PostgreSQL; SQLite's writer holds the
+        database), so two processes firing the same automation take turns and the second sees what the
+        first wrote."""
+        return await _one(self._conn, sa.select(automations).where(automations.c.id == automation_id), lock)
+
+    async def record_firing(
+        self,
+        automation_id: str,
+        *,
+        at: datetime,
+        next_run_at: datetime | None,
+        error: Mapping[str, str] | None,
+    ) -> None:
+        """A firing's marks, left by the firing's own transaction (not an edit: ``updated_at`` stays)."""
+        await _record_firing(self._conn, automations.c.id == automation_id, at, next_run_at, error)
 
     async def due(self, now: datetime, limit: int) -> list[str]:
         """Enabled schedules whose time has come, the longest overdue first."""
@@ -202,3 +212,17 @@ def owe_firings(
     caller's transaction, the log writer's: a plain connection, since it runs on the writer's thread. An
     automation already owed one keeps it (``insert_or_ignore``: the database's, from the composition root)."""
     connection.execute(insert_or_ignore(automation_firings, ["automation_id"]), list(firings))
+
+
+async def _record_firing(
+    conn: Conn,
+    where: sa.ColumnElement[bool],
+    at: datetime,
+    next_run_at: datetime | None,
+    error: Mapping[str, str] | None,
+) -> None:
+    await conn.execute(
+        automations.update()
+        .where(where)
+        .values(last_triggered_at=at, next_run_at=next_run_at, last_error=dict(error) if error else None)
+    )

@@ -110,7 +110,7 @@ async def update_automation(
     if updated.trigger != current.trigger or updated.enabled != current.enabled:
         # From now: ticks missed while disabled are not made up when enabled again.
         updated = replace(updated, next_run_at=_next_run(updated.trigger, updated.enabled, now))
-    await AutomationsAcrossOrganizations(conn).save(updated)
+    await AutomationRepository(conn, organization_id).save(updated)
     after_commit(conn, changed)
     return updated
 
@@ -131,7 +131,7 @@ async def trigger_now(
     are the request's. The schedule keeps its next time."""
     automation = await get_automation(conn, organization_id, automation_id, lock=True)
     run = await _start_run(conn, signals, prices, automation, "manual", None)
-    await AutomationsAcrossOrganizations(conn).record_firing(
+    await AutomationRepository(conn, organization_id).record_firing(
         automation.id, at=now, next_run_at=automation.next_run_at, error=None
     )
     return run
