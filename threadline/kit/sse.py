@@ -8,15 +8,41 @@ stream that ends says ``data: [DONE]``.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import AsyncIterable, Mapping
 from typing import Any
 
 from starlette.responses import StreamingResponse
 
+from threadline.kit.waiting import wait_event
+
 HEARTBEAT_SECONDS = 15.0
 PING = b": ping\n\n"
 DONE = b"data: [DONE]\n\n"
+
+
+class Heartbeat:
+    """When a quiet stream owes its client a ``: ping``: ``HEARTBEAT_SECONDS`` after the last thing sent, by
+    the clock and not by wake-ups (a stream woken often for others' frames must still show it is alive).
+    Every live stream (log tails, run feeds) waits through one."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+
+    def sent(self) -> None:
+        self._last = time.monotonic()
+
+    async def wait(self, woken: asyncio.Event) -> bool:
+        """Waits for ``woken`` at most until a heartbeat is due; True when one is due (counted as sent)."""
+        await wait_event(woken, max(0.0, self._last + HEARTBEAT_SECONDS - time.monotonic()))
+        if time.monotonic() - self._last < HEARTBEAT_SECONDS:
+            return False
+        self._last = time.monotonic()
+        return True
 
 
 def frame(cursor: str, payload: Mapping[str, Any]) -> bytes:

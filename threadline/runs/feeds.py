@@ -20,7 +20,7 @@ from enum import Enum
 
 from threadline.kit.db import Database
 from threadline.kit.signals import RESET, SignalBus
-from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING
+from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING, Heartbeat
 from threadline.kit.waiting import wait_event
 from threadline.runs import events
 from threadline.runs.events import RUN_COMPLETED, RUN_EVENTS
@@ -138,20 +138,18 @@ class RunFeeds:
                     return
                 yield Marker.HEARTBEAT
             position = after_seq
-            last_sent = time.monotonic()
+            heartbeat = Heartbeat()
             while not self.closed.is_set():
                 if position < len(feed.frames):
                     batch = feed.frames[position:]
                     position = len(feed.frames)
-                    last_sent = time.monotonic()
+                    heartbeat.sent()
                     yield batch
                     continue
                 if feed.done:
                     yield Marker.END
                     return
-                await wait_event(feed.changed, max(0.0, last_sent + HEARTBEAT_SECONDS - time.monotonic()))
-                if time.monotonic() - last_sent >= HEARTBEAT_SECONDS:
-                    last_sent = time.monotonic()
+                if await heartbeat.wait(feed.changed):
                     yield Marker.HEARTBEAT
         finally:
             feed.clients -= 1

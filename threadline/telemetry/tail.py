@@ -29,7 +29,7 @@ from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
 from threadline.kit.pagination import encode_cursor
 from threadline.kit.signals import RESET, SignalBus
-from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING, frame, position
+from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING, Heartbeat, frame, position
 from threadline.kit.waiting import wait_event
 from threadline.telemetry.repository import LogFilters, LogRepository, position_before
 from threadline.telemetry.schemas import LogRecordOut
@@ -197,7 +197,7 @@ class LogTails:
 
     async def _tail(self, db: Database, organization_id: str, feed: _Feed, at: str) -> AsyncIterator[bytes]:
         until = feed.filters.until
-        last_sent = time.monotonic()
+        heartbeat = Heartbeat()
         woken = asyncio.Event()
         feed.waiting.add(woken)
         try:
@@ -213,7 +213,7 @@ class LogTails:
                     async with db.transaction(write=False) as conn:
                         records, at, _ = await LogRepository(conn, organization_id).after(feed.filters, at)
                     if records:
-                        last_sent = time.monotonic()
+                        heartbeat.sent()
                         yield b"".join(feed.record_frame(encode_cursor(r.id), r) for r in records)
                     elif at < feed.floor:
                         # Nothing was committed after this position: the feed's start is as good a place.
@@ -223,7 +223,7 @@ class LogTails:
                 if start < len(feed.ids):
                     chunk = b"".join(feed.frames[start:])
                     at = feed.ids[-1]
-                    last_sent = time.monotonic()
+                    heartbeat.sent()
                     yield chunk
                     continue
                 at = max(at, feed.head)
@@ -234,10 +234,7 @@ class LogTails:
                 ):
                     yield DONE  # nothing received before `until` can still arrive
                     return
-                await wait_event(woken, max(0.0, last_sent + HEARTBEAT_SECONDS - time.monotonic()))
-                # By the clock, not by wake-ups: the connection must see a heartbeat however often it wakes.
-                if time.monotonic() - last_sent >= HEARTBEAT_SECONDS:
-                    last_sent = time.monotonic()
+                if await heartbeat.wait(woken):
                     yield PING
         finally:
             feed.waiting.discard(woken)
