@@ -47,9 +47,22 @@ from threadline.threads.service import ThreadDeletion, ThreadInserts, thread_ins
 
 if TYPE_CHECKING:
     from threadline.automations.endpoints import AutomationServices
+    from threadline.dashboard.pages.automations import AutomationPageServices
+    from threadline.dashboard.pages.keys import KeysPageServices
+    from threadline.dashboard.pages.logs import LogServices
+    from threadline.dashboard.pages.overview import OverviewServices
+    from threadline.dashboard.pages.runs import RunPageServices
+    from threadline.dashboard.pages.search import SearchPageServices
+    from threadline.dashboard.pages.settings import SettingsPageServices
+    from threadline.dashboard.pages.threads import ThreadPageServices
+    from threadline.dashboard.passwords import AttemptServices
+    from threadline.dashboard.signin import SignInServices
+    from threadline.dashboard.streams import StreamServices
+    from threadline.dashboard.web import PageServices
     from threadline.health import ProbedServices
     from threadline.keys.endpoints import KeyServices
     from threadline.keys.middleware import AccessServices
+    from threadline.keys.stream_access import TokenServices
     from threadline.runs.endpoints import RunServices
     from threadline.search.endpoints import SearchServices
     from threadline.settings.endpoints import SettingsServices
@@ -100,6 +113,7 @@ if TYPE_CHECKING:
         services: Services,
     ) -> tuple[
         AccessServices,
+        TokenServices,
         IntakeServices,
         ProbedServices,
         AutomationServices,
@@ -110,11 +124,24 @@ if TYPE_CHECKING:
         LogReadServices,
         ThreadServices,
         ListServices,
+        AttemptServices,
+        StreamServices,
+        PageServices,
+        SignInServices,
+        ThreadPageServices,
+        SearchPageServices,
+        AutomationPageServices,
+        SettingsPageServices,
+        RunPageServices,
+        OverviewServices,
+        KeysPageServices,
+        LogServices,
     ]:
         """Never run: mypy checks here that ``Services`` holds what each consumer reads from it (they
-        receive it untyped, from the app's ``Runtime``, and name only what they read)."""
+        receive it untyped, from the app's ``Runtime``, and name only what they read): every endpoint's,
+        middleware's and dashboard page's protocol."""
         s = services
-        return s, s, s, s, s, s, s, s, s, s, s
+        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
 
 
 def builtin_tools(search: SearchBackend) -> Tools:
