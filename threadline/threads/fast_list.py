@@ -18,7 +18,6 @@ from typing import Annotated, Any, NamedTuple, Protocol
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi._compat import field_annotation_is_sequence
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic_core import to_json
@@ -65,22 +64,16 @@ async def list_threads(request: Request, page: Annotated[CursorParams, Depends(c
 
 
 _ROUTE = router.routes[-1]
-assert isinstance(_ROUTE, APIRoute)
-assert _ROUTE.methods
+if not isinstance(_ROUTE, APIRoute) or not _ROUTE.methods:  # pragma: no cover - the declaration above
+    raise TypeError("the thread list's declaration is not an APIRoute with methods")
 # The paths and methods ``assembly.assemble`` sends here rather than to FastAPI (HEAD with GET, as routing).
 LIST_ROUTE = {_ROUTE.path: frozenset({*_ROUTE.methods, "HEAD"})}
 # The declared page parameters, as FastAPI reads them for ``cursor_params``: each query field with its
 # default and its own validator (FastAPI's, so the same checks and the same errors). Reading them as below is
 # FastAPI's ``request_params_to_args`` for such fields (optional, single-valued, default not validated),
-# without the inspection of each field's annotation it repeats on every request.
+# without the inspection of each field's annotation it repeats on every request. That the fields are such
+# (and the FastAPI internals this relies on) is held by tests/threads/test_fast_list_invariants.py.
 _PAGE_QUERY = next(d for d in _ROUTE.dependant.dependencies if d.call is cursor_params).query_params
-assert all(
-    not field.field_info.is_required()
-    and not field.field_info.validate_default
-    and isinstance(field.default, int | str | None)
-    and not field_annotation_is_sequence(field.field_info.annotation)
-    for field in _PAGE_QUERY
-)
 _PAGE_FIELDS = [(field.name, field.alias, field.default, field.validate) for field in _PAGE_QUERY]
 
 
