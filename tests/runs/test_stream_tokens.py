@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from tests.runs.helpers import DONE, parse_sse, read_stream, start_run, types, wait_for_status
 from tests.support import Tenant, assert_error, make_thread
 from threadline.keys.tables import stream_tokens
+from threadline.kit.clock import ManualClock
 from threadline.runtime import Services
 
 ORIGIN = "https://app.example"
@@ -240,11 +241,19 @@ class TestRefusals:
             assert response.status_code == 401, token
 
     async def test_expired_at_open_is_401_token_expired(
-        self, client: httpx.AsyncClient, tenant: Tenant
+        self,
+        client: httpx.AsyncClient,
+        tenant: Tenant,
+        services: Services,
+        monkeypatch: pytest.MonkeyPatch,
     ) -> None:
+        clock = ManualClock(datetime.now(UTC))
+        monkeypatch.setattr(services, "clock", clock)  # the services' clock: minting and the check read it
         run = await finished_run(client, tenant)
         token = (await mint(client, tenant, "runs", run["id"], ttlSeconds=1))["token"]
-        await asyncio.sleep(1.1)
+        clock.advance(0.999)
+        assert (await open_with(client, f"/v1/runs/{run['id']}/stream", token)).status_code == 200
+        clock.advance(0.001)
         response = await open_with(client, f"/v1/runs/{run['id']}/stream", token)
         assert_error(response, 401, "UNAUTHORIZED", operation_id="runs.stream", reason="TOKEN_EXPIRED")
 

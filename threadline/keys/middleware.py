@@ -18,6 +18,7 @@ from threadline.access.principal import PRINCIPAL_SCOPE_KEY, Principal
 from threadline.config import Settings
 from threadline.keys.auth import KeyAuthenticator
 from threadline.keys.stream_access import query_token, serve_with_token
+from threadline.kit.clock import Clock
 from threadline.kit.context import RATE_LIMIT_SCOPE_KEY, client_address
 from threadline.kit.db import Database
 from threadline.kit.errors import (
@@ -46,6 +47,7 @@ class AccessServices(Protocol):
     """What authentication and rate limiting read from the process's services."""
 
     settings: Settings
+    clock: Clock  # a stream token's expiry
     db: Database
     limiter: RateLimiter
     authenticator: KeyAuthenticator

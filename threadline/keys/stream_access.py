@@ -27,7 +27,7 @@ from threadline.access.principal import PRINCIPAL_SCOPE_KEY, Principal
 from threadline.config import Settings
 from threadline.keys import stream_tokens
 from threadline.keys.auth import KeyAuthenticator
-from threadline.kit.clock import utcnow
+from threadline.kit.clock import Clock
 from threadline.kit.context import RATE_LIMIT_SCOPE_KEY, header_of
 from threadline.kit.db import Database
 from threadline.kit.errors import (
@@ -54,6 +54,7 @@ _MAX_AGE = b"600"
 
 class TokenServices(Protocol):
     settings: Settings
+    clock: Clock
     db: Database
     limiter: RateLimiter
     authenticator: KeyAuthenticator
@@ -140,7 +141,7 @@ async def _authenticate(
     if found is None:
         await host.limit_anonymously(scope)
         raise Unauthorized("The stream token is not valid.", reason=Reason.INVALID_KEY)
-    if found.expires_at <= utcnow():
+    if found.expires_at <= services.clock.now():
         await host.limit_anonymously(scope)
         raise Unauthorized(
             "The stream token has expired; ask the server that gave it for a new one.",

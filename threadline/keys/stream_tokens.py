@@ -22,7 +22,6 @@ import sqlalchemy as sa
 from threadline.access.caller import DEFAULT_ALLOWED_ORIGINS
 from threadline.keys.tables import api_keys, stream_tokens
 from threadline.keys.tokens import hash_key
-from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, stored_json
 from threadline.kit.errors import BadRequest, Reason
 from threadline.organizations.repository import Organization
@@ -75,6 +74,7 @@ def token_origins(organization: Organization, requested: list[str] | None) -> tu
 
 async def mint(
     conn: Conn,
+    now: datetime,
     organization: Organization,
     key_id: str,
     *,
@@ -83,10 +83,10 @@ async def mint(
     ttl_seconds: int = DEFAULT_TTL_SECONDS,
     origins: list[str] | None = None,
 ) -> tuple[str, datetime]:
-    """A new token for one run or one thread (the caller has checked it exists) and when it expires."""
+    """A new token for one run or one thread (the caller has checked it exists) and when it expires
+    (``now``: the services' clock, which the token's check reads too)."""
     allowed = token_origins(organization, origins)
     value = PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(_BODY_LENGTH))
-    now = utcnow()
     expires_at = now + timedelta(seconds=ttl_seconds)
     await conn.execute(
         stream_tokens.delete().where(

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from threadline.access.principal import StreamSlot, principal_of
 from threadline.billing.prices import Prices
 from threadline.keys import stream_tokens
+from threadline.kit.clock import Clock
 from threadline.kit.db import Conn
 from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
@@ -33,6 +34,7 @@ from threadline.threads.service import get_thread
 class RunServices(Protocol):
     """What the run handlers read from the process's services."""
 
+    clock: Clock
     prices: Prices
     run_feeds: RunFeeds
     signals: SignalBus
@@ -193,10 +195,14 @@ _STREAM_CREDENTIAL_RULES = (
     + _STREAM_CREDENTIAL_RULES,
 )
 async def create_run_stream_token(
-    runId: str, request: Request, conn: ConnDep, body: StreamTokenCreate | None = None
+    runId: str,
+    request: Request,
+    conn: ConnDep,
+    services: ServicesDep,
+    body: StreamTokenCreate | None = None,
 ) -> RunStreamTokenOut:
     run = await service.get_run(conn, principal_of(request).organization_id, runId)
-    token, expires_at = await _mint(request, conn, body, run_id=run.id)
+    token, expires_at = await _mint(request, conn, services.clock, body, run_id=run.id)
     return RunStreamTokenOut(token=token, expires_at=expires_at, run_id=run.id)
 
 
@@ -210,15 +216,19 @@ async def create_run_stream_token(
     "thread's runs) without a secret key." + _STREAM_CREDENTIAL_RULES,
 )
 async def create_thread_stream_token(
-    threadId: str, request: Request, conn: ConnDep, body: StreamTokenCreate | None = None
+    threadId: str,
+    request: Request,
+    conn: ConnDep,
+    services: ServicesDep,
+    body: StreamTokenCreate | None = None,
 ) -> ThreadStreamTokenOut:
     thread = await get_thread(conn, principal_of(request).organization_id, threadId)
-    token, expires_at = await _mint(request, conn, body, thread_id=thread.id)
+    token, expires_at = await _mint(request, conn, services.clock, body, thread_id=thread.id)
     return ThreadStreamTokenOut(token=token, expires_at=expires_at, thread_id=thread.id)
 
 
 async def _mint(
-    request: Request, conn: Conn, body: StreamTokenCreate | None, **stream: str
+    request: Request, conn: Conn, clock: Clock, body: StreamTokenCreate | None, **stream: str
 ) -> tuple[str, datetime]:
     """A token for the stream named (``run_id`` or ``thread_id``, found in the caller's organization),
     recorded as minted by the calling key."""
@@ -226,6 +236,7 @@ async def _mint(
     body = body or StreamTokenCreate()
     return await stream_tokens.mint(
         conn,
+        clock.now(),
         principal.organization,
         principal.key.id,
         ttl_seconds=body.ttl_seconds,
