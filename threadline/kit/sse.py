@@ -24,13 +24,14 @@ DONE = b"data: [DONE]\n\n"
 
 
 class Heartbeat:
-    """When a quiet stream owes its client a ``: ping``: ``HEARTBEAT_SECONDS`` after the last thing sent, by
+    """When a quiet stream owes its client a ``: ping``: ``every`` seconds after the last thing sent, by
     the clock and not by wake-ups (a stream woken often for others' frames must still show it is alive).
     Every live stream (log tails, run feeds) waits through one."""
 
-    __slots__ = ("_last",)
+    __slots__ = ("_every", "_last")
 
-    def __init__(self) -> None:
+    def __init__(self, every: float = HEARTBEAT_SECONDS) -> None:
+        self._every = every
         self._last = time.monotonic()
 
     def sent(self) -> None:
@@ -38,8 +39,8 @@ class Heartbeat:
 
     async def wait(self, woken: asyncio.Event) -> bool:
         """Waits for ``woken`` at most until a heartbeat is due; True when one is due (counted as sent)."""
-        await wait_event(woken, max(0.0, self._last + HEARTBEAT_SECONDS - time.monotonic()))
-        if time.monotonic() - self._last < HEARTBEAT_SECONDS:
+        await wait_event(woken, max(0.0, self._last + self._every - time.monotonic()))
+        if time.monotonic() - self._last < self._every:
             return False
         self._last = time.monotonic()
         return True

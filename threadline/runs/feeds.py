@@ -138,7 +138,7 @@ class RunFeeds:
                     return
                 yield Marker.HEARTBEAT
             position = after_seq
-            heartbeat = Heartbeat()
+            heartbeat = Heartbeat(HEARTBEAT_SECONDS)
             while not self.closed.is_set():
                 if position < len(feed.frames):
                     batch = feed.frames[position:]

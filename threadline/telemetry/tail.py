@@ -197,7 +197,7 @@ class LogTails:
 
     async def _tail(self, db: Database, organization_id: str, feed: _Feed, at: str) -> AsyncIterator[bytes]:
         until = feed.filters.until
-        heartbeat = Heartbeat()
+        heartbeat = Heartbeat(HEARTBEAT_SECONDS)
         woken = asyncio.Event()
         feed.waiting.add(woken)
         try:
