@@ -5,14 +5,15 @@ connections go through ``kit.egress.PinnedTransport``, so every request (the ses
 stream, the SSE transport's message endpoint) is checked against the egress rules at the address it connects
 to. Opening a session (connect and handshake) and each call are bounded by the server's ``timeoutSeconds``.
 
-A session is an async context: it must be closed by the task that opened it (the SDK's task groups), which
-is how a run holds one for all its turns. Calls never raise for what the server or the network does: a
-failure, a timeout or a server-side error is a ``ToolResult`` with ``is_error`` set, which a run reports as
-the call's result and goes on.
+A session is an async context a run holds for all its turns; the SDK client inside it lives in a task of
+its own (``_Owner``), so a broken connection cannot cancel the caller. Calls never raise for what the server
+or the network does: a failure, a timeout or a server-side error is a ``ToolResult`` with ``is_error`` set,
+which a run reports as the call's result and goes on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -82,11 +83,18 @@ def _failure(message: str) -> ToolResult:
 class McpSession:
     """An open session; see the module docstring."""
 
-    __slots__ = ("_client", "_timeout")
+    __slots__ = ("_client", "_owner", "_timeout")
 
-    def __init__(self, client: Client, timeout_seconds: float) -> None:
+    def __init__(self, client: Client, owner: _Owner, timeout_seconds: float) -> None:
         self._client = client
+        self._owner = owner
         self._timeout = timeout_seconds
+
+    @property
+    def alive(self) -> bool:
+        """False once the connection broke: every later call is an error result at once (a caller that
+        wants to go on opens another session)."""
+        return not self._owner.ended.is_set()
 
     async def list_tools(self) -> list[ToolInfo]:
         """Every tool the server offers now (all pages). Raises ``McpUnreachable`` on any failure."""
@@ -104,6 +112,8 @@ class McpSession:
             raise McpUnreachable(_describe(exc)) from exc
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        if not self.alive:
+            return _failure(f"The connection to the MCP server was lost: {self._owner.failure()}.")
         try:
             with anyio.fail_after(self._timeout):
                 call = await self._client.call_tool(name, dict(arguments), read_timeout_seconds=self._timeout)
@@ -113,6 +123,34 @@ class McpSession:
             logger.info("MCP call %s failed: %s", name, _describe(exc))
             return _failure(f"The MCP call failed: {_describe(exc)}")
         return result_of(call)
+
+
+class _Owner:
+    """Holds the SDK client open in a task of its own. The SDK's transports run in task groups that cancel
+    the task which entered them when the connection breaks; entered here, that is this task, never the
+    caller's (a run's executor): the caller sees error results, and closes the session whenever it likes,
+    from whichever task."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.ready = asyncio.Event()
+        self.ended = asyncio.Event()
+        self.stop = asyncio.Event()
+        self.error: BaseException | None = None
+
+    async def run(self) -> None:
+        try:
+            async with self.client:
+                self.ready.set()
+                await self.stop.wait()
+        except Exception as exc:
+            self.error = exc
+        finally:
+            self.ended.set()
+            self.ready.set()
+
+    def failure(self) -> str:
+        return _describe(self.error) if self.error is not None else "the session ended"
 
 
 def _describe(exc: BaseException) -> str:
@@ -147,18 +185,21 @@ async def open_session(endpoint: Endpoint, policy: EgressPolicy) -> AsyncIterato
     else:
         http = pinned_client(policy, headers=headers, timeout=timeout)
         transport = streamable_http_client(endpoint.url, http_client=http)
-    # Bounded by the SDK itself (connect by the HTTP client's timeout, the handshake by the read timeout):
-    # a cancel scope around entering would end before the task groups the client leaves open inside it.
     client = Client(transport, cache=None, read_timeout_seconds=endpoint.timeout_seconds)
+    owner = _Owner(client)
+    task = asyncio.create_task(owner.run(), name=f"mcp-session {endpoint.url}")
     try:
         try:
-            await client.__aenter__()
-        except Exception as exc:
-            raise McpUnreachable(_describe(exc)) from exc
-        try:
-            yield McpSession(client, endpoint.timeout_seconds)
-        finally:
-            await client.__aexit__(None, None, None)
+            await asyncio.wait_for(owner.ready.wait(), endpoint.timeout_seconds)
+        except TimeoutError:
+            raise McpUnreachable("the server did not complete the handshake in time") from None
+        if owner.ended.is_set():
+            raise McpUnreachable(owner.failure())
+        yield McpSession(client, owner, endpoint.timeout_seconds)
     finally:
+        owner.stop.set()
+        if not owner.ready.is_set():
+            task.cancel()
+        await asyncio.wait({task})
         if http is not None:
             await http.aclose()
