@@ -20,9 +20,7 @@ from threadline.mcp_servers.connection import McpSession
 from threadline.runtime import Services
 
 
-def _session(
-    services: Services, tenant: Tenant, server_id: str
-) -> AbstractAsyncContextManager[McpSession]:
+def _session(services: Services, tenant: Tenant, server_id: str) -> AbstractAsyncContextManager[McpSession]:
     return service.session(
         services.db, tenant.org_id, server_id, box=services.secret_box, policy=services.egress
     )
