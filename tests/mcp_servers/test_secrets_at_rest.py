@@ -5,6 +5,7 @@ them to talk to a server and fails to reach another."""
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import stat
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from tests.conftest import Backend
 from tests.mcp_servers.helpers import register, tools_of
 from tests.mcp_servers.peers import PythonPeer
-from tests.support import Tenant, init_database, running_server
+from tests.support import Tenant, init_database, running_server, threadline
 from threadline.config import Settings
 from threadline.kit.encryption import KEY_FILE
 from threadline.mcp_servers.tables import mcp_servers
@@ -61,9 +62,9 @@ async def test_the_database_never_holds_a_header_value(
 
 
 @pytest.mark.embedded
-def test_init_writes_the_key_and_serve_never_prints_a_value(
-    empty_env: dict[str, str], peer: PythonPeer
-) -> None:
+def test_init_serve_and_the_cli_never_print_a_value(empty_env: dict[str, str], peer: PythonPeer) -> None:
+    """One served process for `init`'s key file, the server's output and the CLI's commands (which
+    register with a header and must not echo it either)."""
     env = {
         **empty_env,
         "THREADLINE_EGRESS_ALLOW": "127.0.0.1",
@@ -75,22 +76,33 @@ def test_init_writes_the_key_and_serve_never_prints_a_value(
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     key = key_file.read_text().strip()
     value = f"Bearer in-logs-{secrets.token_hex(12)}"
-    auth = {"Authorization": f"Bearer {created['secretKey']}"}
-    with running_server(env) as server, httpx.Client(base_url=server.api_url, headers=auth) as http:
-        good = http.post(
-            "/v1/mcp-servers", json={"name": "ok", "url": peer.base + "/mcp", "headers": {"X-Key": value}}
-        ).json()
-        dead = http.post(
-            "/v1/mcp-servers",
-            json={
-                "name": "dead",
-                "url": "http://127.0.0.1:9/mcp",
-                "headers": {"X-Key": value},
-                "timeoutSeconds": 2,
-            },
-        ).json()
-        assert http.get(f"/v1/mcp-servers/{good['id']}/tools").status_code == 200
-        assert http.get(f"/v1/mcp-servers/{dead['id']}/tools").status_code == 502
+    with running_server(env) as server:
+        cli = {
+            **env,
+            "THREADLINE_API_KEY": created["secretKey"],
+            "THREADLINE_BASE_URL": f"{server.api_url}/v1",
+        }
+        added = threadline(
+            "mcp-servers", "add", "peer", f"{peer.base}/mcp", "--header", f"X-Key: {value}", "--json", env=cli
+        )
+        good = json.loads(added.stdout)
+        assert good["headerNames"] == ["X-Key"] and value not in added.stdout
+        dead = threadline(
+            "mcp-servers", "add", "dead", "http://127.0.0.1:9/mcp", "--timeout-seconds", "2",
+            "--header", f"X-Key: {value}", env=cli,
+        )  # fmt: skip
+        dead_id = dead.stdout.split()[0]
+        listed = threadline("mcp-servers", "list", env=cli).stdout.splitlines()
+        assert [line.split()[0] for line in listed] == [dead_id, good["id"]]
+        assert "headers: X-Key" in listed[0] and value not in "".join(listed)
+        tools = threadline("mcp-servers", "tools", good["id"], env=cli).stdout
+        assert "add(a, b)  Adds two integers." in tools.splitlines()
+        unreachable = threadline("mcp-servers", "tools", dead_id, env=cli, check=False)
+        assert unreachable.returncode == 1 and "MCP_UNREACHABLE" in unreachable.stderr
+        refused = threadline("mcp-servers", "add", "meta", "http://169.254.169.254/", env=cli, check=False)
+        assert refused.returncode == 1 and "EGRESS_NOT_ALLOWED" in refused.stderr
+        removed = threadline("mcp-servers", "remove", dead_id, env=cli).stdout
+        assert removed.startswith(f"removed {dead_id}")
         server.stop()
         output = server.log()
     assert "/v1/mcp-servers" in output  # the access log was on
