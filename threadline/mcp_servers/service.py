@@ -26,6 +26,8 @@ from threadline.mcp_servers.connection import Endpoint, McpSession, McpUnreachab
 from threadline.mcp_servers.repository import McpServer, McpServerRepository
 from threadline.mcp_servers.schemas import McpServerCreate
 
+FIRST_PAGE = CursorParams(limit=20, after_id=None)
+
 
 async def check_egress(policy: EgressPolicy, url: str) -> None:
     try:
