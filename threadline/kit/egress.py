@@ -133,10 +133,18 @@ class PinnedTransport(httpx2.AsyncBaseTransport):
             target = await self._policy.check(str(request.url))
         except EgressRefused as exc:
             raise httpx2.ConnectError(str(exc), request=request) from exc
-        request.url = request.url.copy_with(host=target.address)
+        extensions = dict(request.extensions)
         if target.scheme == "https":
-            request.extensions = {**request.extensions, "sni_hostname": target.host}
-        return await self._inner.handle_async_request(request)
+            extensions["sni_hostname"] = target.host
+        # A request of its own for the address: the caller's keeps its URL (redirect checks compare it).
+        pinned = httpx2.Request(
+            request.method,
+            request.url.copy_with(host=target.address),
+            headers=request.headers,  # the Host header names the host, as the caller built it
+            stream=request.stream,
+            extensions=extensions,
+        )
+        return await self._inner.handle_async_request(pinned)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
