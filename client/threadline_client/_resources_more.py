@@ -154,6 +154,23 @@ class Automations(Resource[Tr]):
         return Call("POST", f"/automations/{automation_id}/trigger", Run.model_validate)
 
 
+def _server_body(
+    name: str | NotGiven,
+    url: str | NotGiven,
+    transport: str | NotGiven,
+    headers: Mapping[str, str] | NotGiven,
+    timeout_seconds: float | NotGiven,
+) -> dict[str, Any]:
+    """A server's fields as the API names them, those not given left out (create and update)."""
+    return given(
+        name=name,
+        url=url,
+        transport=transport,
+        headers=dict(headers) if isinstance(headers, Mapping) else headers,
+        timeoutSeconds=timeout_seconds,
+    )
+
+
 class McpServers(Resource[Tr]):
     """MCP servers whose tools runs may use. ``headers`` (e.g. ``{"Authorization": "Bearer ..."}``) are
     sent to the server on every request and never returned; a URL that is not public is refused
@@ -170,13 +187,7 @@ class McpServers(Resource[Tr]):
         timeout_seconds: float | NotGiven = NOT_GIVEN,
     ) -> Call[McpServer]:
         """``transport``: ``streamable_http`` (default) or ``sse``."""
-        body = given(
-            name=name,
-            url=url,
-            transport=transport,
-            headers=dict(headers) if isinstance(headers, Mapping) else headers,
-            timeoutSeconds=timeout_seconds,
-        )
+        body = _server_body(name, url, transport, headers, timeout_seconds)
         return Call("POST", "/mcp-servers", McpServer.model_validate, json=body)
 
     @listing("mcpServers.list")
@@ -200,13 +211,7 @@ class McpServers(Resource[Tr]):
         timeout_seconds: float | NotGiven = NOT_GIVEN,
     ) -> Call[McpServer]:
         """The fields given are replaced; ``headers`` replaces every header (``{}`` removes them)."""
-        body = given(
-            name=name,
-            url=url,
-            transport=transport,
-            headers=dict(headers) if isinstance(headers, Mapping) else headers,
-            timeoutSeconds=timeout_seconds,
-        )
+        body = _server_body(name, url, transport, headers, timeout_seconds)
         return Call("PATCH", f"/mcp-servers/{server_id}", McpServer.model_validate, json=body)
 
     @operation("mcpServers.delete")
