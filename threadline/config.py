@@ -110,6 +110,17 @@ class Settings(BaseSettings):
         """``THREADLINE_REDIS_URL=`` in a shell or compose file means "not set", not "an empty URL"."""
         return None if isinstance(value, str) and not value.strip() else value
 
+    @field_validator("encryption_key")
+    @classmethod
+    def _keys_well_formed(cls, value: SecretStr | None) -> SecretStr | None:
+        """A malformed key stops every command at start, saying what a key is (never echoing it), rather
+        than the first request that stores a secret."""
+        if value is not None:
+            from threadline.kit.encryption import SecretBox  # here: the client commands never need it
+
+            SecretBox.from_setting(value.get_secret_value())
+        return value
+
     @cached_property
     def resolved_database_url(self) -> str:
         """The database's SQLAlchemy URL; the embedded default is a SQLite file inside ``data_dir``."""

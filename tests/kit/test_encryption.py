@@ -6,7 +6,9 @@ import stat
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr, ValidationError
 
+from threadline.config import Settings
 from threadline.kit.encryption import (
     KEY_FILE,
     KeyConfigError,
@@ -51,6 +53,15 @@ def test_rotation_first_key_seals_all_open() -> None:
 def test_bad_keys_are_refused(setting: str) -> None:
     with pytest.raises(KeyConfigError):
         SecretBox.from_setting(setting)
+
+
+def test_a_malformed_setting_stops_start_up_without_echoing_it() -> None:
+    with pytest.raises(ValidationError) as refused:
+        Settings(encryption_key=SecretStr("tooshort-but-secret"))
+    (problem,) = refused.value.errors(include_url=False)
+    assert problem["loc"] == ("encryption_key",) and "32 bytes" in problem["msg"]
+    assert "tooshort-but-secret" not in problem["msg"]
+    assert Settings(encryption_key=SecretStr(f" {generate_key()} , {generate_key()}")).encryption_key
 
 
 def test_key_file_is_made_once_with_mode_0600(tmp_path: Path) -> None:
