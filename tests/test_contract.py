@@ -16,8 +16,8 @@ from threadline.contract import build_contract, render
 from threadline.intake_app import create_intake_app
 
 COMMITTED = Path(__file__).resolve().parent.parent / "openapi.json"
-# <resource>.<operation>; an operation of two words is camelCase (runs.createStreamToken).
-OPERATION_ID = re.compile(r"^[a-z]+\.[a-z]+(?:[A-Z][a-z]+)*$")
+# <resource>.<operation>; a resource or operation of two words is camelCase (mcpServers.listTools).
+OPERATION_ID = re.compile(r"^[a-z]+(?:[A-Z][a-z]+)*\.[a-z]+(?:[A-Z][a-z]+)*$")
 
 
 def generated() -> str:

@@ -14,6 +14,7 @@ from threadline.contract import build_contract, render
 from threadline.dashboard.app import create_dashboard
 from threadline.intake_app import create_intake_app
 from threadline.keys.endpoints import router as keys_router
+from threadline.mcp_servers.endpoints import router as mcp_servers_router
 from threadline.me.endpoints import router as me_router
 from threadline.messages.endpoints import router as messages_router
 from threadline.projects.endpoints import router as projects_router
@@ -61,6 +62,7 @@ def create_app(
         runs_router,
         settings_router,
         automations_router,
+        mcp_servers_router,
         search_router,
         billing_router,
         logs_router,

@@ -97,11 +97,29 @@ class Settings(BaseSettings):
     # time, plus the firing's own transaction).
     scheduler_interval_seconds: float = Field(1.0, gt=0, le=5)
 
-    @field_validator("database_url", "redis_url", mode="before")
+    # Egress (docs/tools.md): hosts and networks (CIDR) tenants' MCP servers and webhooks may reach although
+    # they are not public, comma-separated, e.g. "127.0.0.1,10.0.0.0/8".
+    egress_allow: str = ""
+    # Secrets at rest (docs/tools.md): comma-separated AES-256 keys (URL-safe base64), the first sealing.
+    # Unset on the embedded shape: the key file `threadline init` writes into data_dir.
+    encryption_key: SecretStr | None = None
+
+    @field_validator("database_url", "redis_url", "encryption_key", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         """``THREADLINE_REDIS_URL=`` in a shell or compose file means "not set", not "an empty URL"."""
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("encryption_key")
+    @classmethod
+    def _keys_well_formed(cls, value: SecretStr | None) -> SecretStr | None:
+        """A malformed key stops every command at start, saying what a key is (never echoing it), rather
+        than the first request that stores a secret."""
+        if value is not None:
+            from threadline.kit.encryption import SecretBox  # here: the client commands never need it
+
+            SecretBox.from_setting(value.get_secret_value())
+        return value
 
     @cached_property
     def resolved_database_url(self) -> str:

@@ -23,6 +23,8 @@ from threadline.dashboard.sessions import SessionSweeper
 from threadline.keys.auth import KeyAuthenticator
 from threadline.kit.clock import Clock
 from threadline.kit.db import Database
+from threadline.kit.egress import EgressPolicy
+from threadline.kit.encryption import SecretBox, configured_box
 from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
 from threadline.kit.statements import insert_or_ignore
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
     from threadline.keys.endpoints import KeyServices
     from threadline.keys.middleware import AccessServices
     from threadline.keys.stream_access import TokenServices
+    from threadline.mcp_servers.endpoints import McpServerServices
     from threadline.runs.endpoints import RunServices
     from threadline.search.endpoints import SearchServices
     from threadline.settings.endpoints import SettingsServices
@@ -95,6 +98,10 @@ class Services:
     postings: PostingsSealer | None  # PostgreSQL's only: SQLite's FTS5 counts from its own index
     chores: Chores | None = None
     stream_slots: StreamSlots = field(default_factory=StreamSlots)
+    # Where tenants' MCP servers (and webhooks) may be reached, and the box their secrets are sealed in
+    # (None: no key configured on the distributed shape, so no secret can be stored).
+    egress: EgressPolicy = field(default_factory=EgressPolicy)
+    secret_box: SecretBox | None = None
 
     def close_streams(self) -> None:
         """Ends live tails and run streams (at shutdown): their clients resume elsewhere by cursor."""
@@ -136,12 +143,13 @@ if TYPE_CHECKING:
         OverviewServices,
         KeysPageServices,
         LogServices,
+        McpServerServices,
     ]:
         """Never run: mypy checks here that ``Services`` holds what each consumer reads from it (they
         receive it untyped, from the app's ``Runtime``, and name only what they read): every endpoint's,
         middleware's and dashboard page's protocol."""
         s = services
-        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
+        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
 
 
 def builtin_tools(search: SearchBackend) -> Tools:
@@ -246,6 +254,12 @@ async def open_services(
             retention=retention,
             postings=sealer,
             chores=Chores(retention, sealer, SessionSweeper(db, clock, settings)) if chores else None,
+            egress=EgressPolicy(settings.egress_allow),
+            secret_box=configured_box(
+                settings.encryption_key.get_secret_value() if settings.encryption_key else None,
+                settings.data_dir,
+                embedded=db.dialect_name == "sqlite",
+            ),
         )
         stack.callback(services.close_streams)  # after the executor's runs end, before the writers close
         await signals.start()

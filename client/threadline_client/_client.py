@@ -27,6 +27,7 @@ from threadline_client._resources_more import (
     HealthResource,
     Intake,
     Logs,
+    McpServers,
     Search,
     SettingsResource,
 )
@@ -63,6 +64,7 @@ class _Resources(Generic[Tr]):
         self.logs: Logs[Tr] = Logs(transport)
         self.search: Search[Tr] = Search(transport)
         self.automations: Automations[Tr] = Automations(transport)
+        self.mcp_servers: McpServers[Tr] = McpServers(transport)
         self.billing: Billing[Tr] = Billing(transport)
         self.settings: SettingsResource[Tr] = SettingsResource(transport)
         self.intake: Intake[Tr] = Intake(transport)

@@ -240,3 +240,26 @@ class Accepted(ThreadlineModel):
 
 class Health(ThreadlineModel):
     status: Literal["ok", "ready"]
+
+
+class McpServer(ThreadlineModel):
+    """A registered MCP server. Header values are write-only: ``header_names`` lists what is sent."""
+
+    id: str
+    name: str
+    url: str
+    transport: Literal["streamable_http", "sse"]
+    header_names: list[str]
+    timeout_seconds: float
+    created_at: str
+    updated_at: str
+
+
+class McpTool(ThreadlineModel):
+    name: str
+    description: str | None
+    input_schema: dict[str, Any]
+
+
+class McpToolList(ThreadlineModel):
+    data: list[McpTool]

@@ -14,6 +14,8 @@ from threadline_client._models import (
     Balance,
     Health,
     LogRecord,
+    McpServer,
+    McpToolList,
     MessageHit,
     Run,
     Settings,
@@ -150,6 +152,77 @@ class Automations(Resource[Tr]):
     def trigger(self, automation_id: str) -> Call[Run]:
         """Fires it now (enabled or not, cooldown or not): the run it started."""
         return Call("POST", f"/automations/{automation_id}/trigger", Run.model_validate)
+
+
+def _server_body(
+    name: str | NotGiven,
+    url: str | NotGiven,
+    transport: str | NotGiven,
+    headers: Mapping[str, str] | NotGiven,
+    timeout_seconds: float | NotGiven,
+) -> dict[str, Any]:
+    """A server's fields as the API names them, those not given left out (create and update)."""
+    return given(
+        name=name,
+        url=url,
+        transport=transport,
+        headers=dict(headers) if isinstance(headers, Mapping) else headers,
+        timeoutSeconds=timeout_seconds,
+    )
+
+
+class McpServers(Resource[Tr]):
+    """MCP servers whose tools runs may use. ``headers`` (e.g. ``{"Authorization": "Bearer ..."}``) are
+    sent to the server on every request and never returned; a URL that is not public is refused
+    (``EGRESS_NOT_ALLOWED``) unless the operator allows it."""
+
+    @operation("mcpServers.create")
+    def create(
+        self,
+        *,
+        name: str,
+        url: str,
+        transport: str | NotGiven = NOT_GIVEN,
+        headers: Mapping[str, str] | NotGiven = NOT_GIVEN,
+        timeout_seconds: float | NotGiven = NOT_GIVEN,
+    ) -> Call[McpServer]:
+        """``transport``: ``streamable_http`` (default) or ``sse``."""
+        body = _server_body(name, url, transport, headers, timeout_seconds)
+        return Call("POST", "/mcp-servers", McpServer.model_validate, json=body)
+
+    @listing("mcpServers.list")
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> Call[McpServer]:
+        """Newest first."""
+        return Call("GET", "/mcp-servers", McpServer.model_validate, {"limit": limit, "cursor": cursor})
+
+    @operation("mcpServers.get")
+    def get(self, server_id: str) -> Call[McpServer]:
+        return Call("GET", f"/mcp-servers/{server_id}", McpServer.model_validate)
+
+    @operation("mcpServers.update")
+    def update(
+        self,
+        server_id: str,
+        *,
+        name: str | NotGiven = NOT_GIVEN,
+        url: str | NotGiven = NOT_GIVEN,
+        transport: str | NotGiven = NOT_GIVEN,
+        headers: Mapping[str, str] | NotGiven = NOT_GIVEN,
+        timeout_seconds: float | NotGiven = NOT_GIVEN,
+    ) -> Call[McpServer]:
+        """The fields given are replaced; ``headers`` replaces every header (``{}`` removes them)."""
+        body = _server_body(name, url, transport, headers, timeout_seconds)
+        return Call("PATCH", f"/mcp-servers/{server_id}", McpServer.model_validate, json=body)
+
+    @operation("mcpServers.delete")
+    def delete(self, server_id: str) -> Call[McpServer]:
+        return Call("DELETE", f"/mcp-servers/{server_id}", McpServer.model_validate)
+
+    @operation("mcpServers.listTools")
+    def tools(self, server_id: str) -> Call[McpToolList]:
+        """The server's tools now, asked of the server (``APIStatusError`` 502 ``MCP_UNREACHABLE`` when it
+        cannot be reached)."""
+        return Call("GET", f"/mcp-servers/{server_id}/tools", McpToolList.model_validate)
 
 
 class Billing(Resource[Tr]):

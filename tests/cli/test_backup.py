@@ -28,6 +28,9 @@ from threadline.storage.migrate import alembic_config
 _HEAD = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
 _COUNT = int(str(_HEAD))
 
+# What `threadline init` leaves in the data dir: the database and the key of secrets at rest (docs/tools.md).
+DATA_DIR_FILES = ["encryption.key", "threadline.db"]
+
 
 def _count(database: Path) -> int:
     # Closed at once (a `with` on a connection only commits): an open connection is a process using the
@@ -132,7 +135,7 @@ def test_backup_while_serving_and_writing_then_restore(empty_env: dict[str, str]
     assert restored.stdout.startswith(f"restored {copy} into {database}: ")
     assert _count(database) == in_copy
     assert not Path(f"{database}-wal").exists()
-    assert sorted(p.name for p in database.parent.iterdir()) == ["threadline.db"]
+    assert sorted(p.name for p in database.parent.iterdir()) == DATA_DIR_FILES
     with running_server(empty_env) as server:
         me = httpx.get(f"{server.api_url}/v1/me", headers={"Authorization": f"Bearer {boot['secretKey']}"})
         assert me.status_code == 200
@@ -169,7 +172,7 @@ def test_restore_checks_the_backup_first(empty_env: dict[str, str], tmp_path: Pa
         assert result.returncode == 1 and cause in result.stderr, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
         assert database.read_bytes() == before  # untouched
-        assert sorted(p.name for p in database.parent.iterdir()) == ["threadline.db"]
+        assert sorted(p.name for p in database.parent.iterdir()) == DATA_DIR_FILES
 
     older = tmp_path / "older.db"
     shutil.copy(good, older)

@@ -121,6 +121,7 @@ def init(
     import sqlalchemy as sa
 
     from threadline import provisioning as org_service
+    from threadline.kit.encryption import ensure_key_file
     from threadline.organizations.repository import OrganizationRepository
     from threadline.organizations.tables import organizations
     from threadline.users import service as users
@@ -137,6 +138,9 @@ def init(
     if _run(settings, initialised):
         fail(refusal)  # before migrating: an existing database is left exactly as it was
     _migrate(settings)
+    if settings.encryption_key is None and settings.is_sqlite:
+        # The embedded shape's key for secrets at rest (kit/encryption.py), beside the database it protects.
+        ensure_key_file(settings.data_dir)
     password = users.generate_password()
 
     async def work(db: Database) -> dict[str, Any]:

@@ -10,6 +10,7 @@ ApiError (an HTTPException, so the framework's body parsing re-raises it untouch
 ├── PayloadTooLarge     413 PAYLOAD_TOO_LARGE
 ├── TooManyRequests     429 TOO_MANY_REQUESTS (both envelopes the spec shows, in one body)
 ├── NotImplementedYet   501 NOT_IMPLEMENTED
+├── BadGateway          502 BAD_GATEWAY (a peer the tenant configured, e.g. an MCP server, failed)
 ├── ServiceUnavailable  503 SERVICE_UNAVAILABLE
 └── InternalError       500 INTERNAL_SERVER_ERROR (never carries internals)
 """
@@ -36,6 +37,7 @@ class Reason(StrEnum):
 
     AMBIGUOUS_CREDENTIAL = "AMBIGUOUS_CREDENTIAL"
     DEPENDENCY_DOWN = "DEPENDENCY_DOWN"
+    EGRESS_NOT_ALLOWED = "EGRESS_NOT_ALLOWED"
     INSUFFICIENT_CREDITS = "INSUFFICIENT_CREDITS"
     INVALID_CURSOR = "INVALID_CURSOR"
     INVALID_ENCODING = "INVALID_ENCODING"
@@ -44,6 +46,7 @@ class Reason(StrEnum):
     INVALID_OTLP = "INVALID_OTLP"
     INVALID_QUERY = "INVALID_QUERY"
     KEY_REVOKED = "KEY_REVOKED"
+    MCP_UNREACHABLE = "MCP_UNREACHABLE"
     ORIGIN_NOT_ALLOWED = "ORIGIN_NOT_ALLOWED"
     PUBLIC_KEY_NOT_ALLOWED = "PUBLIC_KEY_NOT_ALLOWED"
     READ_ONLY_FIELD = "READ_ONLY_FIELD"
@@ -152,6 +155,11 @@ class TooManyRequests(ApiError):
 class NotImplementedYet(ApiError):
     status = 501
     code = "NOT_IMPLEMENTED"
+
+
+class BadGateway(ApiError):
+    status = 502
+    code = "BAD_GATEWAY"
 
 
 class ServiceUnavailable(ApiError):

@@ -44,6 +44,7 @@ _DESCRIPTIONS = {
     500: "Unexpected server error (`INTERNAL_SERVER_ERROR`).",
     415: "Content-Type or Content-Encoding not accepted (`UNSUPPORTED_MEDIA_TYPE`).",
     501: "Not implemented yet (`NOT_IMPLEMENTED`).",
+    502: "A peer the organization configured failed or could not be reached (`BAD_GATEWAY`).",
     503: "A dependency is unreachable (`SERVICE_UNAVAILABLE`).",
 }
 

@@ -5,6 +5,7 @@ from threadline.billing.tables import billing_accounts, billing_transactions
 from threadline.dashboard.tables import dashboard_sessions
 from threadline.keys.tables import api_keys, stream_tokens
 from threadline.kit.columns import metadata
+from threadline.mcp_servers.tables import mcp_servers
 from threadline.messages.tables import messages
 from threadline.organizations.tables import organizations
 from threadline.projects.tables import projects
@@ -45,6 +46,7 @@ __all__ = [
     "is_declared",
     "log_records",
     "log_sequence",
+    "mcp_servers",
     "messages",
     "metadata",
     "organizations",

@@ -31,6 +31,7 @@ from tests.conftest import Backend, empty_database
 from tests.support import ServerProcess, init_database, running_server, running_worker
 from threadline.config import Settings
 from threadline.kit.db import Database
+from threadline.kit.encryption import generate_key
 from threadline.provisioning import create_organization
 from threadline.users.service import create_owner, generate_password
 
@@ -117,7 +118,9 @@ async def shared_database(backend: Backend, storage_root: Path) -> AsyncIterator
 
 @pytest.fixture(scope="package")
 def shared(backend: Backend, shared_database: Settings) -> Iterator[Shared]:
-    for served in serve(backend.env(shared_database)):
+    # MCP servers: the journeys' own peers listen on 127.0.0.1, and the distributed shape has no key file.
+    mcp = {"THREADLINE_EGRESS_ALLOW": "127.0.0.1", "THREADLINE_ENCRYPTION_KEY": generate_key()}
+    for served in serve(backend.env(shared_database), **mcp):
         yield Shared(served, shared_database)
 
 

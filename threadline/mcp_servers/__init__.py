@@ -1,0 +1,1 @@
+"""MCP servers a tenant registers, and Threadline as their client."""
