@@ -1,0 +1,212 @@
+"""Fault injection on the distributed shape: a PostgreSQL and a Redis of the test's own, whose sessions are
+terminated, which are shut down, restarted and killed under the API, the intake and running runs. An outage
+is answered 503 ``DEPENDENCY_DOWN`` (never 500), healthy servers mean healthy answers at once, and a run rides
+out an outage shorter than its lease."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from tests.faults.own_services import OwnPostgres, OwnRedis, own_postgres, own_redis
+from tests.support import Tenant, make_tenant
+from threadline.app import create_app
+from threadline.config import Settings
+from threadline.intake_app import create_intake_app
+from threadline.storage.migrate import upgrade
+
+pytestmark = pytest.mark.distributed
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[OwnPostgres]:
+    with own_postgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[OwnRedis]:
+    with own_redis() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+async def served(postgres: OwnPostgres, redis: OwnRedis) -> AsyncIterator[tuple[FastAPI, FastAPI]]:
+    """One API and one intake application (in this process) on the servers of the test's own."""
+    settings = Settings(
+        data_dir=Path(tempfile.mkdtemp(prefix="threadline-faults-")),
+        database_url=postgres.url,
+        redis_url=redis.url,
+        redis_prefix=f"faults:{secrets.token_hex(4)}:",
+        run_execution="server",
+    )
+    await asyncio.to_thread(upgrade, settings.resolved_database_url)
+    api = create_app(settings, chores=False)
+    async with api.router.lifespan_context(api):
+        intake = create_intake_app(settings, services=api.state.runtime.services)
+        async with intake.router.lifespan_context(intake):
+            yield api, intake
+
+
+@pytest.fixture(scope="module")
+async def http(served: tuple[FastAPI, FastAPI]) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    api, intake = served
+    async with (
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://api") as api_http,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=intake), base_url="http://intake") as intake_http,
+    ):
+        yield api_http, intake_http
+
+
+@pytest.fixture(scope="module")
+async def tenant(served: tuple[FastAPI, FastAPI]) -> Tenant:
+    return await make_tenant(served[0].state.runtime.services, "faults")
+
+
+_TERMINATE = (
+    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = 'postgres' "
+    "AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND ($1 OR wait_event_type = 'Lock')"
+)
+
+
+async def _terminate_sessions(admin: asyncpg.Connection, *, all_sessions: bool = True) -> int:
+    """Terminates the app's sessions (all, or those waiting on a lock); how many."""
+    terminated: int = await admin.fetchval(_TERMINATE, all_sessions)
+    return terminated
+
+
+def _down(response: httpx.Response) -> None:
+    assert response.status_code == 503, response.text
+    body = response.json()
+    assert (body["code"], body["reason"]) == ("SERVICE_UNAVAILABLE", "DEPENDENCY_DOWN"), body
+
+
+async def test_a_session_terminated_mid_statement_is_a_503_then_healthy(
+    postgres: OwnPostgres, http: tuple[httpx.AsyncClient, httpx.AsyncClient], tenant: Tenant
+) -> None:
+    """asyncpg's "terminating connection due to administrator command" (57P01) arrives as a bare
+    ``DBAPIError``: it is an outage, not a bug."""
+    api, _ = http
+    created = await api.post("/v1/threads", json={"title": "locked"}, headers=tenant.secret)
+    thread_id = created.json()["id"]
+    admin = await asyncpg.connect(postgres.url)
+    try:
+        locker = admin.transaction()
+        await locker.start()
+        await admin.execute("SELECT 1 FROM threads WHERE id = $1 FOR UPDATE", thread_id)
+        patch = asyncio.create_task(
+            api.patch(f"/v1/threads/{thread_id}", json={"title": "waits"}, headers=tenant.secret)
+        )
+        for _ in range(200):  # the PATCH waits on the row lock, inside PostgreSQL
+            if await _terminate_sessions(admin, all_sessions=False):
+                break
+            await asyncio.sleep(0.02)
+        else:
+            pytest.fail("the PATCH never waited on the lock")
+        _down(await patch)
+        await locker.rollback()
+    finally:
+        await admin.close()
+    again = await api.patch(f"/v1/threads/{thread_id}", json={"title": "after"}, headers=tenant.secret)
+    assert again.status_code == 200, again.text
+
+
+async def test_a_shutting_down_postgres_is_a_503_on_api_and_intake(
+    postgres: OwnPostgres, http: tuple[httpx.AsyncClient, httpx.AsyncClient], tenant: Tenant
+) -> None:
+    """ "the database system is shutting down" (57P03, the same code as "starting up") on every new
+    connection: a smart shutdown waits for one session (ours) while it refuses the others."""
+    api, intake = http
+    assert (await api.get("/v1/threads", headers=tenant.secret)).status_code == 200
+    admin = await asyncpg.connect(postgres.url)
+    try:
+        await _terminate_sessions(admin)  # the app's pooled connections: it must connect anew
+        await asyncio.to_thread(postgres.stop, "smart", wait=False)
+        await asyncio.sleep(0.2)
+        for _ in range(3):
+            _down(await api.get("/v1/threads", headers=tenant.secret))
+            _down(await api.post("/v1/threads", json={}, headers=tenant.secret))
+            _down(await intake.post("/v1/logs", json=[{"message": "refused"}], headers=tenant.public))
+        _down(await api.get("/readyz"))
+    finally:
+        await admin.close()  # the smart shutdown completes
+    await asyncio.to_thread(_wait_stopped_and_start, postgres)
+    assert (await api.get("/v1/threads", headers=tenant.secret)).status_code == 200
+    back = await intake.post("/v1/logs", json=[{"message": "back"}], headers=tenant.public)
+    assert back.status_code == 202, back.text
+
+
+def _wait_stopped_and_start(postgres: OwnPostgres) -> None:
+    pid_file = postgres.root / "data" / "postmaster.pid"
+    for _ in range(300):
+        if not pid_file.exists():
+            break
+        time.sleep(0.02)
+    postgres.start()
+
+
+async def test_runs_ride_out_a_short_postgres_restart(
+    postgres: OwnPostgres, http: tuple[httpx.AsyncClient, httpx.AsyncClient], tenant: Tenant
+) -> None:
+    """Runs streaming when PostgreSQL restarts (stopped for half a second) complete: their commits are
+    retried within their lease."""
+    api, _ = http
+    runs: list[str] = []
+    for _ in range(3):
+        thread_id = (await api.post("/v1/threads", json={}, headers=tenant.secret)).json()["id"]
+        await api.post(
+            f"/v1/threads/{thread_id}/messages",
+            json={"content": "ride it out #notools #chunks=40 #delay=40"},
+            headers=tenant.secret,
+        )
+        started = await api.post(f"/v1/threads/{thread_id}/runs", json={}, headers=tenant.secret)
+        assert started.status_code == 201, started.text
+        runs.append(started.json()["id"])
+    await _until(api, tenant, runs, {"running"})
+    await asyncio.sleep(0.3)
+    await asyncio.to_thread(postgres.stop, "fast")
+    await asyncio.sleep(0.5)
+    await asyncio.to_thread(postgres.start)
+    ended = await _until(api, tenant, runs, {"completed", "failed", "cancelled"}, within=30)
+    assert [run["status"] for run in ended] == ["completed"] * 3, ended
+
+
+async def _until(
+    api: httpx.AsyncClient, tenant: Tenant, run_ids: list[str], statuses: set[str], within: float = 15
+) -> list[dict[str, Any]]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        answers = [await api.get(f"/v1/runs/{run_id}", headers=tenant.secret) for run_id in run_ids]
+        found = [answer.json() for answer in answers if answer.status_code == 200]
+        if len(found) == len(run_ids) and all(run["status"] in statuses for run in found):
+            return found
+        assert loop.time() < deadline, found
+        await asyncio.sleep(0.05)
+
+
+async def test_a_restarted_redis_answers_at_once(
+    redis: OwnRedis, http: tuple[httpx.AsyncClient, httpx.AsyncClient], tenant: Tenant
+) -> None:
+    """Every pooled connection is dead after a restart; none may cost a client a 503 once Redis answers."""
+    api, _ = http
+
+    async def burst() -> list[int]:
+        answers = await asyncio.gather(*(api.get("/v1/me", headers=tenant.secret) for _ in range(60)))
+        return [answer.status_code for answer in answers]
+
+    assert set(await burst()) == {200}  # many connections in the pool
+    await asyncio.to_thread(redis.kill)
+    _down(await api.get("/v1/me", headers=tenant.secret))
+    await asyncio.to_thread(redis.start)
+    assert set(await burst()) == {200}
