@@ -28,6 +28,11 @@ from threadline.storage.migrate import upgrade
 pytestmark = pytest.mark.distributed
 
 
+# Runs wait out an outage for half their lease (2 s), and a lease renewed every third of it has at least
+# 2.67 s left when an outage starts: the tests' outages fall on either side of the first figure.
+_LEASE_SECONDS = 4.0
+
+
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[OwnPostgres]:
     with own_postgres() as server:
@@ -49,6 +54,7 @@ async def served(postgres: OwnPostgres, redis: OwnRedis) -> AsyncIterator[tuple[
         redis_url=redis.url,
         redis_prefix=f"faults:{secrets.token_hex(4)}:",
         run_execution="server",
+        run_lease_seconds=_LEASE_SECONDS,
     )
     await asyncio.to_thread(upgrade, settings.resolved_database_url)
     api = create_app(settings, chores=False)
@@ -161,24 +167,42 @@ async def test_runs_ride_out_a_short_postgres_restart(
     """Runs streaming when PostgreSQL restarts (stopped for half a second) complete: their commits are
     retried within their lease."""
     api, _ = http
-    runs: list[str] = []
-    for _ in range(3):
-        thread_id = (await api.post("/v1/threads", json={}, headers=tenant.secret)).json()["id"]
-        await api.post(
-            f"/v1/threads/{thread_id}/messages",
-            json={"content": "ride it out #notools #chunks=40 #delay=40"},
-            headers=tenant.secret,
-        )
-        started = await api.post(f"/v1/threads/{thread_id}/runs", json={}, headers=tenant.secret)
-        assert started.status_code == 201, started.text
-        runs.append(started.json()["id"])
-    await _until(api, tenant, runs, {"running"})
+    runs = await _start_runs(api, tenant, "ride it out #notools #chunks=40 #delay=40")
     await asyncio.sleep(0.3)
     await asyncio.to_thread(postgres.stop, "fast")
     await asyncio.sleep(0.5)
     await asyncio.to_thread(postgres.start)
     ended = await _until(api, tenant, runs, {"completed", "failed", "cancelled"}, within=30)
     assert [run["status"] for run in ended] == ["completed"] * 3, ended
+
+
+async def test_a_run_that_cannot_wait_out_the_outage_ends_saying_why(
+    postgres: OwnPostgres, http: tuple[httpx.AsyncClient, httpx.AsyncClient], tenant: Tenant
+) -> None:
+    """Down for longer than a run waits (half its lease), shorter than the lease: the run ends ``failed``
+    with ``DEPENDENCY_DOWN`` once PostgreSQL is back (not ``INTERNAL_ERROR``, nor a reaper's guess)."""
+    api, _ = http
+    runs = await _start_runs(api, tenant, "too long #notools #chunks=100 #delay=40", count=1)
+    await asyncio.sleep(0.2)
+    await asyncio.to_thread(postgres.stop, "fast")
+    await asyncio.sleep(_LEASE_SECONDS / 2 + 0.3)
+    await asyncio.to_thread(postgres.start)
+    ended = await _until(api, tenant, runs, {"completed", "failed", "cancelled"}, within=30)
+    assert ended[0]["status"] == "failed", ended
+    assert ended[0]["error"]["code"] == "DEPENDENCY_DOWN", ended
+
+
+async def _start_runs(api: httpx.AsyncClient, tenant: Tenant, prompt: str, count: int = 3) -> list[str]:
+    """``count`` runs, each in a thread of its own, once they execute."""
+    runs: list[str] = []
+    for _ in range(count):
+        thread_id = (await api.post("/v1/threads", json={}, headers=tenant.secret)).json()["id"]
+        await api.post(f"/v1/threads/{thread_id}/messages", json={"content": prompt}, headers=tenant.secret)
+        started = await api.post(f"/v1/threads/{thread_id}/runs", json={}, headers=tenant.secret)
+        assert started.status_code == 201, started.text
+        runs.append(started.json()["id"])
+    await _until(api, tenant, runs, {"running"})
+    return runs
 
 
 async def _until(

@@ -38,6 +38,7 @@ from threadline.billing.prices import Prices
 from threadline.config import Settings
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
+from threadline.kit.errors import Reason
 from threadline.kit.faults import dependency_of, riding_out
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.waiting import wait_event
@@ -76,8 +77,11 @@ class RunExecutor:
         self._execute = execute
         self.owner = f"{socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(4)}"
         self._lease = timedelta(seconds=settings.run_lease_seconds)
-        # How long a run waits out an outage of the database: renewals resume before its lease lapses.
-        self._outage_seconds = settings.run_lease_seconds * 2 / 3
+        # How long a run waits out an outage of the database: a lease renewed every third of its length
+        # has two thirds left when the outage starts, so renewals resume before it lapses. Recording a
+        # run's end waits longer: once the lease lapsed, a reaper ends the run anyway (EXECUTOR_LOST).
+        self._outage_seconds = settings.run_lease_seconds / 2
+        self._ending_outage_seconds = settings.run_lease_seconds * 2
         self._running: dict[str, asyncio.Task[None]] = {}
         self._cancelled: set[str] = set()
         self._wake = asyncio.Event()
@@ -242,7 +246,7 @@ class RunExecutor:
                 )
 
         try:
-            await riding_out(end, within=self._outage_seconds, what=f"ending run {run.id}")
+            await riding_out(end, within=self._ending_outage_seconds, what=f"ending run {run.id}")
         except Exception:  # its lease will lapse and the reaper will end it
             log.exception("could not record the end of run %s", run.id)
 
@@ -265,7 +269,8 @@ async def _uncancellable(ending: Coroutine[Any, Any, None]) -> None:
 # How a run's execution ended: its status and error, or None when it already ended elsewhere.
 _Outcome = tuple[Status, tuple[str, str] | None] | None
 _INTERNAL = ("INTERNAL_ERROR", "The run failed unexpectedly.")
-_DEPENDENCY_DOWN = "DEPENDENCY_DOWN"
+# A run ended by an outage carries the code an API request gets for one (its reason).
+_DEPENDENCY_DOWN = Reason.DEPENDENCY_DOWN.value
 
 
 def _dependency_down(dependency: str, waited: float) -> tuple[str, str]:

@@ -6,7 +6,7 @@ with its ``text_complete``) and announces it, so a fast model costs one transact
 one per token, and a slow client never slows the run. Each commit first checks that this executor still
 holds the running run: once the run was cancelled or its lease taken over, the commit writes nothing and
 the agent is stopped (``RunAborted``). A commit that meets a dependency outage (PostgreSQL restarting) is
-retried for up to ``outage_seconds`` (the executor gives two thirds of the lease: renewals resume before it
+retried for up to ``outage_seconds`` (the executor gives half the lease: renewals resume before it
 lapses), so a short outage delays a run instead of failing it.
 """
 
