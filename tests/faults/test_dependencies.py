@@ -18,6 +18,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from tests.dashboard.support import Dashboard, make_member
 from tests.faults.own_services import OwnPostgres, OwnRedis, own_postgres, own_redis
 from tests.support import Tenant, make_tenant
 from threadline.app import create_app
@@ -134,6 +135,16 @@ async def test_a_shutting_down_postgres_is_a_503_on_api_and_intake(
     connection: a smart shutdown waits for one session (ours) while it refuses the others."""
     api, intake = http
     assert (await api.get("/v1/threads", headers=tenant.secret)).status_code == 200
+    thread_id = (await api.post("/v1/threads", json={}, headers=tenant.secret)).json()["id"]
+    services = api._transport.app.state.runtime.services  # type: ignore[attr-defined]
+    member = await make_member(services, tenant, f"ops-{secrets.token_hex(4)}@faults.test")
+    # The dashboard's error page is sent before Starlette re-raises the failure to the server, as it does.
+    pages = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=api._transport.app, raise_app_exceptions=False),  # type: ignore[attr-defined]
+        base_url="http://api",
+    )
+    dashboard = Dashboard(pages)
+    await dashboard.sign_in(member)
     admin = await asyncpg.connect(postgres.url)
     try:
         await _terminate_sessions(admin)  # the app's pooled connections: it must connect anew
@@ -143,9 +154,13 @@ async def test_a_shutting_down_postgres_is_a_503_on_api_and_intake(
             _down(await api.get("/v1/threads", headers=tenant.secret))
             _down(await api.post("/v1/threads", json={}, headers=tenant.secret))
             _down(await intake.post("/v1/logs", json=[{"message": "refused"}], headers=tenant.public))
+            _down(await api.get(f"/v1/threads/{thread_id}/stream", headers=tenant.secret))
+            page = await dashboard.get("/threads")
+            assert page.status_code == 503 and "The database is unreachable" in page.text, page.text
         _down(await api.get("/readyz"))
     finally:
         await admin.close()  # the smart shutdown completes
+        await pages.aclose()
     await asyncio.to_thread(_wait_stopped_and_start, postgres)
     assert (await api.get("/v1/threads", headers=tenant.secret)).status_code == 200
     back = await intake.post("/v1/logs", json=[{"message": "back"}], headers=tenant.public)
