@@ -48,8 +48,15 @@ _listeners: list[DependencyListener] = []
 
 
 def on_dependency_error(listener: DependencyListener) -> None:
-    """Call ``listener`` with the dependency each time an outage is answered (a metrics counter's hook)."""
+    """Call ``listener`` with the dependency each time an outage is met: answered 503, retried by a run, or
+    ending one (a metrics counter's hook)."""
     _listeners.append(listener)
+
+
+def report(dependency: Dependency, exc: BaseException) -> None:
+    """Tell the listeners an outage of ``dependency`` was met (``unavailable`` and ``riding_out`` do)."""
+    for listener in _listeners:
+        listener(dependency, exc)
 
 
 def _one(exc: BaseException) -> Dependency | None:
@@ -111,8 +118,7 @@ def unavailable(exc: BaseException, dependency: Dependency | None = None) -> Ser
     """The 503 answering an outage of ``dependency`` (classified from ``exc`` when not given); listeners
     hear of it. ``exc`` must be an outage: ask ``dependency_of`` first."""
     dependency = dependency or dependency_of(exc) or "database"
-    for listener in _listeners:
-        listener(dependency, exc)
+    report(dependency, exc)
     if dependency == "disk":
         message = "The server's disk is full; nothing was written. Retry once space is freed."
     elif dependency == "redis":
@@ -166,7 +172,10 @@ async def riding_out(attempt: Callable[[bool], Awaitable[T]], *, within: float, 
             return await attempt(retry)
         except Exception as exc:
             dependency = dependency_of(exc)
-            if dependency is None or loop.time() + pause > deadline:
+            if dependency is None:
+                raise
+            report(dependency, exc)
+            if loop.time() + pause > deadline:
                 raise
             log.warning("%s: %s unavailable, retrying in %.2f s: %r", what, dependency, pause, exc)
         await asyncio.sleep(pause)
