@@ -176,6 +176,45 @@ def _wait_stopped_and_start(postgres: OwnPostgres) -> None:
     postgres.start()
 
 
+async def test_requests_across_a_postgres_restart_are_answered_or_503(
+    postgres: OwnPostgres, http: tuple[httpx.AsyncClient, httpx.AsyncClient], tenant: Tenant
+) -> None:
+    """The probe's case: API reads and writes and intake batches, 16 at a time, while PostgreSQL restarts
+    (a fast shutdown, then a start): each is answered or refused 503, never 500."""
+    api, intake = http
+    statuses: list[int] = []
+    restarted = asyncio.Event()
+
+    async def client(number: int) -> None:
+        while not restarted.is_set():
+            if number % 3 == 0:
+                answer = await intake.post(
+                    "/v1/logs", json=[{"message": f"load {number}"}], headers=tenant.public
+                )
+            elif number % 3 == 1:
+                answer = await api.post(
+                    "/v1/threads", json={"title": f"load {number}"}, headers=tenant.secret
+                )
+            else:
+                answer = await api.get("/v1/threads", headers=tenant.secret)
+            statuses.append(answer.status_code)
+            if answer.status_code == 503:
+                _down(answer)
+                await asyncio.sleep(0.01)
+
+    clients = [asyncio.create_task(client(n)) for n in range(16)]
+    await asyncio.sleep(0.2)
+    await asyncio.to_thread(postgres.stop, "fast")
+    await asyncio.sleep(0.2)
+    await asyncio.to_thread(postgres.start)
+    await asyncio.sleep(0.3)
+    restarted.set()
+    await asyncio.gather(*clients)
+    assert set(statuses) <= {200, 201, 202, 503}, sorted(set(statuses))
+    assert 503 in statuses
+    assert (await api.get("/v1/threads", headers=tenant.secret)).status_code == 200
+
+
 async def test_runs_ride_out_a_short_postgres_restart(
     postgres: OwnPostgres, http: tuple[httpx.AsyncClient, httpx.AsyncClient], tenant: Tenant
 ) -> None:
