@@ -19,10 +19,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REQUIRE_SERVICES
 from tests.support import free_port
 
 _NOTHING_KEPT = ("--save", "", "--appendonly", "no")  # a restart starts empty, as after a crash
 _PG_BINARIES = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+
+
+def unavailable(reason: str) -> None:
+    """Skip, or fail where the services are required (``THREADLINE_TEST_REQUIRE_SERVICES=1``, as in CI)."""
+    if REQUIRE_SERVICES:
+        pytest.fail(f"fault injection required but impossible: {reason}")
+    pytest.skip(reason)
 
 
 def _answers(port: int) -> bool:
@@ -62,7 +70,7 @@ class OwnRedis:
 @contextmanager
 def own_redis() -> Iterator[OwnRedis]:
     if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
+        unavailable("redis-server is not installed")
     redis = OwnRedis(free_port())
     redis.start()
     try:
@@ -109,7 +117,7 @@ class OwnPostgres:
 @contextmanager
 def own_postgres() -> Iterator[OwnPostgres]:
     if not _PG_BINARIES:
-        pytest.skip("no PostgreSQL server binaries in /usr/lib/postgresql")
+        unavailable("no PostgreSQL server binaries in /usr/lib/postgresql")
     as_postgres = os.geteuid() == 0
     root = Path(tempfile.mkdtemp(prefix="threadline-own-pg-"))
     if as_postgres:

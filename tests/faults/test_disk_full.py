@@ -1,7 +1,7 @@
 """The embedded shape on a disk that fills to the last byte: a small tmpfs of the test's own (mounting
-needs root; elsewhere the test is skipped, saying so). Readiness says the service cannot write, writes
-are refused 503 ``DEPENDENCY_DOWN`` naming the full disk (never 500), nothing acknowledged is lost, and
-writes resume by themselves once space returns."""
+needs root; elsewhere the test is skipped, saying so, or fails where the services are required). Readiness
+says the service cannot write, writes are refused 503 ``DEPENDENCY_DOWN`` naming the full disk (never 500),
+nothing acknowledged is lost, and writes resume by themselves once space returns."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.faults.own_services import unavailable
 from tests.support import make_tenant
 from threadline.app import create_app
 from threadline.config import Settings
@@ -31,7 +32,7 @@ _SIZE = "24m"
 @pytest.fixture(scope="module")
 def small_disk() -> Iterator[Path]:
     if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
+        unavailable("mounting a small tmpfs needs root")
     mount_point = Path(tempfile.mkdtemp(prefix="threadline-small-disk-"))
     mounted = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={_SIZE}", "tmpfs", str(mount_point)],
@@ -40,7 +41,7 @@ def small_disk() -> Iterator[Path]:
     )
     if mounted.returncode != 0:
         mount_point.rmdir()
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
+        unavailable(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
     try:
         yield mount_point
     finally:
