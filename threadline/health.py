@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel
 
 from threadline.kit.deps import get_services
-from threadline.kit.errors import Reason, ServiceUnavailable
+from threadline.kit.faults import dependency_of, unavailable
 from threadline.kit.openapi import errors
 
 
@@ -35,9 +35,9 @@ async def live() -> Health:
 
 @router.get("/readyz", operation_id="health.ready", response_model=Health, responses=errors(503))
 async def ready(services: ServicesDep) -> Health:
-    """The database (and Redis, when configured) answer."""
+    """The database (and Redis, when configured) answer, and the embedded shape's disk has room to write."""
     try:
         await services.check_ready()
     except Exception as exc:
-        raise ServiceUnavailable("A storage backend is unreachable.", reason=Reason.DEPENDENCY_DOWN) from exc
+        raise unavailable(exc, dependency_of(exc) or "database") from exc
     return Health(status="ready")

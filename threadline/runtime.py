@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from threadline.agent.tools import Tools
 from threadline.automations.scheduler import Scheduler
@@ -25,6 +28,7 @@ from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.kit.egress import EgressPolicy
 from threadline.kit.encryption import SecretBox, configured_box
+from threadline.kit.faults import check_disk_room
 from threadline.kit.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
 from threadline.kit.statements import insert_or_ignore
@@ -109,6 +113,8 @@ class Services:
         self.run_feeds.close()
 
     async def check_ready(self) -> None:
+        if self.db.sqlite_path is not None:
+            check_disk_room(self.db.sqlite_path.parent)
         await self.db.ping()
         if self.redis is not None:
             await self.redis.ping()
@@ -166,6 +172,10 @@ def search_backend(dialect: str) -> SearchBackend:
 # requests reached; this pool makes a command wait for a free connection instead, up to the timeout.
 _REDIS_CONNECTIONS = 256
 _REDIS_POOL_WAIT_SECONDS = 5.0
+# After Redis restarts, every pooled connection is dead and fails once on first use: a command that meets
+# a closed connection is retried once, at once, on a new one, so a healthy Redis means healthy answers.
+# (A retried rate-limit hit may count twice if the first reply was lost: a token, never a wrong answer.)
+_REDIS_RETRY = Retry(NoBackoff(), 1)
 
 
 def connect_redis(settings: Settings) -> Redis | None:
@@ -176,6 +186,8 @@ def connect_redis(settings: Settings) -> Redis | None:
         decode_responses=True,
         max_connections=_REDIS_CONNECTIONS,
         timeout=_REDIS_POOL_WAIT_SECONDS,
+        retry=_REDIS_RETRY,
+        retry_on_error=[RedisConnectionError],
     )
     return Redis.from_pool(pool)
 

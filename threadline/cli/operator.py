@@ -59,10 +59,9 @@ def _settings(*, redis: bool = False, create: bool = False) -> Settings:
 
 
 def _run(settings: Settings, work: Callable[[Database], Awaitable[T]]) -> T:
-    import sqlalchemy as sa
-
     from threadline.kit.db import Database
     from threadline.kit.errors import ApiError
+    from threadline.kit.faults import dependency_of
 
     async def main() -> T:
         db = Database(settings.resolved_database_url)
@@ -75,7 +74,9 @@ def _run(settings: Settings, work: Callable[[Database], Awaitable[T]]) -> T:
         return asyncio.run(main())
     except ApiError as error:
         fail(error.message)
-    except (OSError, sa.exc.OperationalError, sa.exc.InterfaceError) as error:
+    except Exception as error:
+        if dependency_of(error) is None:
+            raise
         fail(f"cannot reach the database: {error}")
 
 

@@ -30,6 +30,7 @@ from threadline.dashboard.pages import (
 from threadline.dashboard.security import SecurityHeadersMiddleware
 from threadline.dashboard.web import Refused, SignInRequired, guard, is_htmx, optional_viewer, render
 from threadline.kit.errors import ApiError
+from threadline.kit.faults import dependency_of, unavailable
 from threadline.kit.services import ServicesOf
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,13 @@ async def _invalid(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
+    dependency = dependency_of(exc)
+    if dependency is not None:
+        log.warning("dashboard request failed: %s unavailable: %r", dependency, exc)
+        down = unavailable(exc, dependency)
+        return render(
+            request, "error.html", None, status_code=down.status, title="Unavailable", message=down.message
+        )
     log.exception("dashboard request failed", exc_info=exc)
     return render(
         request,

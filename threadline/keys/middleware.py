@@ -28,14 +28,14 @@ from threadline.kit.errors import (
     Forbidden,
     PayloadTooLarge,
     Reason,
-    ServiceUnavailable,
     TooManyRequests,
     Unauthorized,
     render_envelope,
 )
+from threadline.kit.faults import dependency_of, unavailable
 from threadline.kit.ratelimit import Bucket, RateLimiter
 from threadline.kit.routing import OperationIndex
-from threadline.kit.services import BACKEND_ERRORS, ServicesOf
+from threadline.kit.services import ServicesOf
 
 log = logging.getLogger(__name__)
 
@@ -135,11 +135,11 @@ class AccessMiddleware:
                     if not decision.allowed:
                         raise TooManyRequests(decision.retry_after)
                     scope[PRINCIPAL_SCOPE_KEY] = principal
-            except BACKEND_ERRORS as exc:
+            except Exception as exc:
+                if (dependency := dependency_of(exc)) is None:
+                    raise
                 log.warning("authentication or rate limiting unavailable: %r", exc)
-                raise ServiceUnavailable(
-                    "A storage backend is unreachable; retry shortly.", reason=Reason.DEPENDENCY_DOWN
-                ) from exc
+                raise unavailable(exc, dependency) from exc
         except ApiError as error:
             response = self.render_error(scope, error, self.operations.operation_id(scope))
             await response(scope, receive, send)

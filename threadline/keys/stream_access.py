@@ -36,13 +36,12 @@ from threadline.kit.errors import (
     Forbidden,
     NotFound,
     Reason,
-    ServiceUnavailable,
     TooManyRequests,
     Unauthorized,
 )
+from threadline.kit.faults import dependency_of, unavailable
 from threadline.kit.ratelimit import Bucket, RateLimiter
 from threadline.kit.routing import OperationIndex
-from threadline.kit.services import BACKEND_ERRORS
 
 log = logging.getLogger(__name__)
 
@@ -119,11 +118,11 @@ async def serve_with_token(host: TokenHost, scope: Scope, receive: Receive, send
                 # As for another organization's run: nothing says whether it exists.
                 raise NotFound(f"{'Run' if kind == 'runs' else 'Thread'} {stream_id} was not found.")
             scope[PRINCIPAL_SCOPE_KEY] = principal
-        except BACKEND_ERRORS as exc:
+        except Exception as exc:
+            if (dependency := dependency_of(exc)) is None:
+                raise
             log.warning("stream token authentication unavailable: %r", exc)
-            raise ServiceUnavailable(
-                "A storage backend is unreachable; retry shortly.", reason=Reason.DEPENDENCY_DOWN
-            ) from exc
+            raise unavailable(exc, dependency) from exc
     except ApiError as error:
         response = host.render_error(scope, error, host.operations.operation_id(scope))
         await response(scope, receive, _with_cors(send, cors))

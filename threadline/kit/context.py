@@ -1,5 +1,7 @@
 """The outermost middleware: a request id on every response, the rate-limit headers decided further in,
-and the last line of defence that turns any unhandled exception into a 500 envelope without internals."""
+and the last line of defence that turns any unhandled exception into an envelope without internals: 503
+``DEPENDENCY_DOWN`` for an outage of a dependency (``kit.faults``), which no route need catch itself, else
+500."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import secrets
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from threadline.kit.errors import REQUEST_ID_SCOPE_KEY, InternalError, error_response
+from threadline.kit.errors import REQUEST_ID_SCOPE_KEY, ApiError, InternalError, error_response
+from threadline.kit.faults import dependency_of, unavailable
 from threadline.kit.routing import OperationIndex
 
 log = logging.getLogger("threadline.request")
@@ -84,9 +87,23 @@ class RequestContextMiddleware:
 
         try:
             await self.app(scope, receive, send_with_context)
-        except Exception:
-            log.exception("unhandled error in %s %s [%s]", scope["method"], scope["path"], request_id)
+        except Exception as exc:
+            dependency = dependency_of(exc)
+            error: ApiError
+            if dependency is None:
+                log.exception("unhandled error in %s %s [%s]", scope["method"], scope["path"], request_id)
+                error = InternalError()
+            else:
+                log.warning(
+                    "%s unavailable in %s %s [%s]: %r",
+                    dependency,
+                    scope["method"],
+                    scope["path"],
+                    request_id,
+                    exc,
+                )
+                error = unavailable(exc, dependency)
             if started:
                 raise
-            response = error_response(InternalError(), self.operations.operation_id(scope), request_id)
+            response = error_response(error, self.operations.operation_id(scope), request_id)
             await response(scope, receive, send_with_context)

@@ -9,18 +9,6 @@ from __future__ import annotations
 
 from typing import Generic, Protocol, TypeVar
 
-import sqlalchemy as sa
-from redis.exceptions import RedisError
-
-# Failures of a backend (as opposed to bugs): answered 503 where a request depends on them.
-BACKEND_ERRORS: tuple[type[BaseException], ...] = (
-    RedisError,
-    OSError,
-    TimeoutError,
-    sa.exc.OperationalError,
-    sa.exc.InterfaceError,
-)
-
 S = TypeVar("S")
 S_co = TypeVar("S_co", covariant=True)
 

@@ -38,6 +38,8 @@ from threadline.billing.prices import Prices
 from threadline.config import Settings
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
+from threadline.kit.errors import Reason
+from threadline.kit.faults import dependency_of, riding_out
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.waiting import wait_event
 from threadline.messages.repository import MessageRepository
@@ -74,6 +76,11 @@ class RunExecutor:
         self._execute = execute
         self.owner = f"{socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(4)}"
         self._lease = timedelta(seconds=settings.run_lease_seconds)
+        # How long a run waits out an outage of the database: a lease renewed every third of its length
+        # has two thirds left when the outage starts, so renewals resume before it lapses. Recording a
+        # run's end waits longer: once the lease lapsed, a reaper ends the run anyway (EXECUTOR_LOST).
+        self._outage_seconds = settings.run_lease_seconds / 2
+        self._ending_outage_seconds = settings.run_lease_seconds * 2
         self._running: dict[str, asyncio.Task[None]] = {}
         self._cancelled: set[str] = set()
         self._wake = asyncio.Event()
@@ -190,6 +197,7 @@ class RunExecutor:
             thread_id=run.thread_id,
             owner=self.owner,
             event_count=run.event_count,
+            outage_seconds=self._outage_seconds,
         )
         outcome: _Outcome = ("completed", None)
         limit = self._settings.run_max_seconds
@@ -212,6 +220,9 @@ class RunExecutor:
         except Exception as error:
             if isinstance(error, TimeoutError) and deadline.expired():  # ours, not one escaping from inside
                 outcome = ("failed", ("RUN_TIMEOUT", f"The run executed for longer than {limit:g} s."))
+            elif (dependency := dependency_of(error)) is not None:
+                log.warning("run %s failed: %s unavailable: %r", run.id, dependency, error)
+                outcome = ("failed", _dependency_down(dependency, self._outage_seconds))
             else:
                 log.exception("run %s failed unexpectedly", run.id)
                 outcome = ("failed", _INTERNAL)
@@ -226,11 +237,15 @@ class RunExecutor:
         if outcome is None:
             return
         status, error = outcome
-        try:
+
+        async def end(_retry: bool) -> None:
             async with self._db.transaction() as conn:
                 await service.end_run(
                     conn, self._signals, self._prices, run.id, status, error, owner=self.owner
                 )
+
+        try:
+            await riding_out(end, within=self._ending_outage_seconds, what=f"ending run {run.id}")
         except Exception:  # its lease will lapse and the reaper will end it
             log.exception("could not record the end of run %s", run.id)
 
@@ -253,6 +268,17 @@ async def _uncancellable(ending: Coroutine[Any, Any, None]) -> None:
 # How a run's execution ended: its status and error, or None when it already ended elsewhere.
 _Outcome = tuple[Status, tuple[str, str] | None] | None
 _INTERNAL = ("INTERNAL_ERROR", "The run failed unexpectedly.")
+# A run ended by an outage carries the code an API request gets for one (its reason).
+_DEPENDENCY_DOWN = Reason.DEPENDENCY_DOWN.value
+
+
+def _dependency_down(dependency: str, waited: float) -> tuple[str, str]:
+    return (
+        _DEPENDENCY_DOWN,
+        f"The {dependency} was unavailable for longer than the run could wait ({waited:g} s).",
+    )
+
+
 _STOPPED = ("EXECUTOR_STOPPED", "The process executing the run shut down before the run ended.")
 
 

@@ -5,13 +5,16 @@ in one transaction (with the side effects that belong to those events, such as t
 with its ``text_complete``) and announces it, so a fast model costs one transaction per burst instead of
 one per token, and a slow client never slows the run. Each commit first checks that this executor still
 holds the running run: once the run was cancelled or its lease taken over, the commit writes nothing and
-the agent is stopped (``RunAborted``).
+the agent is stopped (``RunAborted``). A commit that meets a dependency outage (PostgreSQL restarting) is
+retried for up to ``outage_seconds`` (the executor gives half the lease: renewals resume before it
+lapses), so a short outage delays a run instead of failing it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +23,7 @@ from threadline.agent.models import Usage
 from threadline.agent.recorder import Effect
 from threadline.kit.clock import utcnow
 from threadline.kit.db import Database
+from threadline.kit.faults import riding_out
 from threadline.kit.signals import SignalBus
 from threadline.runs import events
 from threadline.runs.events import RUN_EVENTS, Event
@@ -57,6 +61,7 @@ class RunRecorder:
         thread_id: str,
         owner: str,
         event_count: int,
+        outage_seconds: float,
     ) -> None:
         self._db = db
         self._signals = signals
@@ -72,6 +77,7 @@ class RunRecorder:
         self._failure: BaseException | None = None
         self._closing = False
         self.event_count = event_count
+        self._outage_seconds = outage_seconds
         self._task = asyncio.create_task(self._flush_loop(), name=f"recorder-{run_id}")
 
     async def emit(self, type_: str, payload: dict[str, Any], *, effect: Effect | None = None) -> None:
@@ -110,7 +116,11 @@ class RunRecorder:
                 batch, self._pending = self._pending, []
                 usage, self._usage = self._usage, Usage()
                 try:
-                    await self._commit(batch, usage)
+                    await riding_out(
+                        functools.partial(self._commit, batch, usage),
+                        within=self._outage_seconds,
+                        what=f"run {self.run_id}",
+                    )
                 except BaseException as error:  # the run is over for this executor; tell the agent
                     self._failure = error if isinstance(error, Exception) else RunAborted()
                     if not isinstance(error, Exception):
@@ -121,7 +131,9 @@ class RunRecorder:
             if self._closing:
                 return
 
-    async def _commit(self, batch: list[_Pending], usage: Usage) -> None:
+    async def _commit(self, batch: list[_Pending], usage: Usage, retry: bool) -> None:
+        if retry and await self._landed(len(batch)):
+            return
         async with self._db.transaction() as conn:
             # Side effects first, after locking the thread's row: runs.service's lock order is the thread,
             # then the run (an artifact's foreign keys would otherwise share-lock the run, then wait for the
@@ -146,6 +158,16 @@ class RunRecorder:
         self.event_count = last
         if made:
             await announce(self._signals, events.announcement(self.organization_id, self.run_id, made))
+
+    async def _landed(self, count: int) -> bool:
+        """Whether the previous attempt's COMMIT, cut off by the outage, was applied after all: the run's
+        events then already end ``count`` past ours (streams read them from the database)."""
+        async with self._db.transaction(write=False) as conn:
+            run = await RunsAcrossOrganizations(conn).get(self.run_id)
+        if count == 0 or run is None or run.event_count != self.event_count + count:
+            return False
+        self.event_count = run.event_count
+        return True
 
 
 async def announce(signals: SignalBus, announcement: str) -> None:

@@ -29,13 +29,13 @@ from threadline.kit.errors import (
     Forbidden,
     MethodNotAllowed,
     Reason,
-    ServiceUnavailable,
     Unauthorized,
     render_envelope,
 )
 from threadline.kit.fastpath import never_routed
+from threadline.kit.faults import dependency_of, unavailable
 from threadline.kit.openapi import AUTHENTICATED, errors
-from threadline.kit.services import BACKEND_ERRORS, ServicesOf
+from threadline.kit.services import ServicesOf
 from threadline.telemetry.cors import ALLOW, check_origin
 from threadline.telemetry.decoding import decode, is_protobuf
 from threadline.telemetry.records import Source
@@ -103,11 +103,10 @@ class IngestEndpoints:
                 raise BadRequest(
                     "A value in these records cannot be stored.", reason=Reason.VALIDATION_FAILED
                 ) from exc
-            except BACKEND_ERRORS as exc:
-                raise ServiceUnavailable(
-                    "Storage is unreachable; these records were not acknowledged. Retry shortly.",
-                    reason=Reason.DEPENDENCY_DOWN,
-                ) from exc
+            except Exception as exc:
+                if (dependency := dependency_of(exc)) is None:
+                    raise
+                raise unavailable(exc, dependency) from exc
         except ApiError as error:
             operation_id = _OPERATIONS[kind] if scope["method"] == "POST" else UNKNOWN_OPERATION
             await render_intake_error(scope, error, operation_id)(scope, receive, send)
