@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import Backend
+from tests.dashboard.support import csrf_in
 from tests.support import ServerProcess, running_server, threadline
 
 pytestmark = pytest.mark.embedded  # the protocol and the dashboard are the same whatever the storage shape
@@ -125,3 +126,102 @@ def test_headers_within_the_caps_are_served(served: Served) -> None:
         for _ in range(2):
             me = http.get("/v1/me", headers={**headers, "Authorization": f"Bearer {served.secret}"})
             assert me.status_code == 200, me.text
+
+
+_TEN_MB = 10 * 1024 * 1024
+_CHUNK = b"a" * 65536
+
+
+def _chunked(total: int) -> Iterator[bytes]:
+    for _ in range(total // len(_CHUNK)):
+        yield b"%x\r\n%s\r\n" % (len(_CHUNK), _CHUNK)
+    yield b"0\r\n\r\n"
+
+
+def _post(served: Served, path: str, headers: str, *, chunked: bool, total: int = _TEN_MB) -> bytes:
+    """A urlencoded POST of ``total`` bytes, declared (Content-Length) or streamed (chunked), sent until the
+    server closes; the server's answer."""
+    framing = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {total}"
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        f"{headers}{framing}\r\n\r\n"
+    ).encode()
+    with _connect(served.server.api_url) as sock:
+        sock.sendall(head)
+        body = _chunked(total) if chunked else (_CHUNK for _ in range(total // len(_CHUNK)))
+        try:
+            for piece in body:
+                sock.sendall(piece)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        sock.shutdown(socket.SHUT_WR)
+        chunks = []
+        try:
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+        except ConnectionResetError:
+            pass
+    return b"".join(chunks)
+
+
+@pytest.fixture(scope="module")
+def session(served: Served) -> str:
+    """Request headers of a signed-in dashboard session: its cookie and its CSRF token."""
+    with httpx.Client(base_url=served.server.api_url, timeout=10) as http:
+        form = http.get("/login")
+        signed_in = http.post(
+            "/login",
+            data={"email": served.email, "password": served.password, "csrf_token": csrf_in(form.text)},
+        )
+        assert signed_in.status_code == 303, signed_in.text
+        csrf = csrf_in(http.get("/settings/api-keys").text)
+        cookie = "; ".join(f"{name}={value}" for name, value in http.cookies.items())
+    return f"Cookie: {cookie}\r\nX-CSRF-Token: {csrf}\r\n"
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["declared", "streamed"])
+def test_ten_megabytes_to_login_without_a_cookie_are_not_read(served: Served, chunked: bool) -> None:
+    """Declared too large: 413 before a byte is read. Streamed: refused (403, no sign-in form cookie) before
+    a byte is read. Either way the process's memory does not grow."""
+    httpx.get(f"{served.server.api_url}/login", timeout=10)
+    before = rss(served)
+    answer = _post(served, "/login", "", chunked=chunked)
+    assert answer.startswith(b"HTTP/1.1 403 " if chunked else b"HTTP/1.1 413 "), answer[:300]
+    assert rss(served) - before < _RSS_ALLOWANCE
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["declared", "streamed"])
+def test_ten_megabytes_to_a_signed_in_form_are_refused_413(
+    served: Served, session: str, chunked: bool
+) -> None:
+    """Signed in, with the CSRF header: a declared body over the limit is refused before it is read, a
+    streamed one once the limit (1 MiB) is passed."""
+    before = rss(served)
+    answer = _post(served, "/projects", session, chunked=chunked)
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:300]
+    assert rss(served) - before < _RSS_ALLOWANCE
+
+
+def test_a_file_part_is_refused_and_nothing_is_written(served: Served, session: str) -> None:
+    cookie, csrf = (line.split(": ", 1)[1] for line in session.strip().split("\r\n"))
+    with httpx.Client(base_url=served.server.api_url, timeout=10) as http:
+        answer = http.post(
+            "/projects",
+            headers={"Cookie": cookie, "X-CSRF-Token": csrf},
+            data={"name": "uploaded"},
+            files={"file": ("big.bin", b"x" * (512 * 1024), "application/octet-stream")},
+        )
+    assert answer.status_code == 400, answer.text
+    assert "never files" in answer.text
+    assert list(served.tmp.iterdir()) == []
+
+
+def test_a_signed_in_form_within_the_limit_still_works(served: Served, session: str) -> None:
+    """The body the admission read is the one the route parses: the form's fields arrive."""
+    cookie, csrf = (line.split(": ", 1)[1] for line in session.strip().split("\r\n"))
+    with httpx.Client(base_url=served.server.api_url, timeout=10) as http:
+        made = http.post(
+            "/projects", headers={"Cookie": cookie}, data={"name": "bounded", "csrf_token": csrf}
+        )
+        assert made.status_code in (200, 303), made.text
+        assert "bounded" in http.get("/projects", headers={"Cookie": cookie}).text

@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from threadline.dashboard import signin
+from threadline.dashboard.bounds import AdmissionMiddleware
 from threadline.dashboard.pages import (
     automations,
     billing,
@@ -55,7 +56,8 @@ def create_dashboard(runtime: ServicesOf[object]) -> FastAPI:
     for router in PAGE_ROUTERS:
         app.include_router(router, dependencies=[Depends(guard)])
     app.mount("/static", StaticFiles(packages=[("threadline.dashboard", "static")]), name="static")
-    app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(AdmissionMiddleware, runtime=runtime, respond=_refusal)
+    app.add_middleware(SecurityHeadersMiddleware)  # the outermost: refusals carry the headers too
     app.add_exception_handler(SignInRequired, _sign_in)
     app.add_exception_handler(Refused, _refused)
     app.add_exception_handler(ApiError, _api_error)
@@ -81,6 +83,15 @@ async def _sign_in(request: Request, exc: Exception) -> Response:
     if "text/event-stream" in request.headers.get("accept", ""):
         return Response("Signed out.", status_code=401, media_type="text/plain")
     return RedirectResponse(location, status_code=303)
+
+
+async def _refusal(request: Request, exc: Exception) -> Response:
+    """A request ``AdmissionMiddleware`` refused before routing, answered as a route's would be."""
+    if isinstance(exc, SignInRequired):
+        return await _sign_in(request, exc)
+    if isinstance(exc, Refused):
+        return await _refused(request, exc)
+    return await _api_error(request, exc)
 
 
 async def _refused(request: Request, exc: Exception) -> Response:
