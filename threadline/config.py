@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     # Streams (log tails, run and thread streams) one organization may hold open at once in one process,
     # unless an operator set its own (`threadline orgs set-limit ORG_ID --streams N`).
     default_stream_limit: int = Field(500, ge=1)
+    # Automations one organization may hold, unless an operator set its own (`set-limit --automations N`),
+    # and runs it may have queued before an automation's firing starts no more (`--queued-runs N`).
+    default_automation_limit: int = Field(100, ge=1)
+    default_queued_run_limit: int = Field(100, ge=1)
     # A revoked key must be refused by every process within 1 s; cached keys are re-read after this long
     # even if no revocation signal arrived (the signal is the fast path, this is the guarantee).
     key_cache_ttl_seconds: float = Field(0.5, gt=0, le=1.0)

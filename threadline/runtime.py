@@ -161,7 +161,7 @@ async def open_services(
         signals = MemorySignalBus()
     authenticator = KeyAuthenticator(db, signals, settings)
     appender, retention, sealer = _per_dialect(settings, db)
-    log_triggers = LogTriggers(db, signals, prices, clock, insert_or_ignore(db.dialect_name))
+    log_triggers = LogTriggers(db, signals, prices, clock, insert_or_ignore(db.dialect_name), settings)
     logs = LogWriter(db, signals, appender, log_triggers)
     log_tails = LogTails(signals)
     run_feeds = RunFeeds(db, signals)
@@ -171,7 +171,7 @@ async def open_services(
         execute = runs == "worker" or settings.executes_runs_in_server
         executor = RunExecutor(db, signals, search, settings, prices, execute=execute)
         if execute:
-            scheduler = Scheduler(db, signals, prices, clock, interval=settings.scheduler_interval_seconds)
+            scheduler = Scheduler(db, signals, prices, clock, settings)
     services = Services(
         settings,
         db,

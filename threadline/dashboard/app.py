@@ -29,6 +29,7 @@ from threadline.dashboard.pages import (
 )
 from threadline.dashboard.security import SecurityHeadersMiddleware
 from threadline.dashboard.web import Refused, SignInRequired, guard, is_htmx, optional_viewer, render
+from threadline.kit.context import log_unhandled, request_id_of
 from threadline.kit.errors import ApiError
 from threadline.kit.services import ServicesOf
 
@@ -126,7 +127,7 @@ async def _invalid(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
-    log.exception("dashboard request failed", exc_info=exc)
+    log_unhandled(log, exc, "dashboard request failed", request_id_of(request.scope))
     return render(
         request,
         "error.html",

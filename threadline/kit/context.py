@@ -7,7 +7,9 @@ import itertools
 import logging
 import re
 import secrets
+import traceback
 
+from sqlalchemy.exc import StatementError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadline.kit.errors import REQUEST_ID_SCOPE_KEY, InternalError, error_response
@@ -44,6 +46,21 @@ def client_address(scope: Scope, trust_forwarded_for: bool) -> str:
         return forwarded.decode("latin-1").rsplit(",", 1)[-1].strip()
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
+
+
+def log_unhandled(logger: logging.Logger, error: BaseException, what: str, request_id: str | None) -> None:
+    """An error nothing handled, logged with the request id. A database error's text holds its SQL
+    statement, and its driver's message may quote the rows' values (a duplicate key's, a constraint's):
+    tenant data the log must not hold. Of one, the log has its class, its driver error's class and where
+    it was raised (frames only, no values); of any other error, the whole traceback."""
+    if isinstance(error, StatementError):
+        frames = "".join(traceback.format_tb(error.__traceback__))
+        cause = type(error.orig).__name__ if error.orig is not None else "-"
+        logger.error(
+            "%s [%s]: database error %s (%s)\n%s", what, request_id, type(error).__name__, cause, frames
+        )
+    else:
+        logger.error("%s [%s]", what, request_id, exc_info=error)
 
 
 def request_id_of(scope: Scope) -> str | None:
@@ -84,8 +101,8 @@ class RequestContextMiddleware:
 
         try:
             await self.app(scope, receive, send_with_context)
-        except Exception:
-            log.exception("unhandled error in %s %s [%s]", scope["method"], scope["path"], request_id)
+        except Exception as error:
+            log_unhandled(log, error, f"unhandled error in {scope['method']} {scope['path']}", request_id)
             if started:
                 raise
             response = error_response(InternalError(), self.operations.operation_id(scope), request_id)

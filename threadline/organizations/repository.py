@@ -29,6 +29,8 @@ class Organization:
     billing_enforced: bool = False
     run_concurrency: int | None = None
     stream_limit: int | None = None
+    automation_limit: int | None = None
+    queued_run_limit: int | None = None
 
     def limits(self, config: Settings) -> Limits:
         """The limits in force: an operator's own, else the process's defaults (a NULL column)."""
@@ -36,6 +38,8 @@ class Organization:
             requests_per_minute=self.rate_limit_per_minute or config.default_rate_limit_per_minute,
             concurrent_runs=self.run_concurrency or config.default_run_concurrency,
             streams=self.stream_limit or config.default_stream_limit,
+            automations=self.automation_limit or config.default_automation_limit,
+            queued_runs=self.queued_run_limit or config.default_queued_run_limit,
         )
 
 
@@ -46,6 +50,8 @@ class Limits:
     requests_per_minute: int
     concurrent_runs: int
     streams: int
+    automations: int  # held at once; one more is refused (409 AUTOMATION_LIMIT)
+    queued_runs: int  # while this many runs wait, an automation's firing starts none (QUEUED_RUN_LIMIT)
 
 
 def columns(prefix: str = "") -> list[sa.Label[object]]:
@@ -67,6 +73,8 @@ def from_row(row: sa.RowMapping, prefix: str = "") -> Organization:
         billing_enforced=bool(row[prefix + "billing_enforced"]),
         run_concurrency=row[prefix + "run_concurrency"],
         stream_limit=row[prefix + "stream_limit"],
+        automation_limit=row[prefix + "automation_limit"],
+        queued_run_limit=row[prefix + "queued_run_limit"],
     )
 
 
@@ -98,8 +106,14 @@ class OrganizationRepository:
         )
         return result.rowcount == 1
 
-    async def get(self, organization_id: str) -> Organization | None:
+    async def get(self, organization_id: str, *, lock: bool = False) -> Organization | None:
+        """``lock``: row-locked until the transaction ends (PostgreSQL; SQLite's writer holds the database),
+        so counts checked against its limits (automations held, runs queued) cannot be passed by two
+        writers at once. ``FOR NO KEY UPDATE``: rows that reference the organization (its threads, runs,
+        logs) are still inserted meanwhile; ``FOR UPDATE`` would make every such insert wait."""
         query = sa.select(organizations).where(organizations.c.id == organization_id)
+        if lock:
+            query = query.with_for_update(key_share=True)
         row = (await self._conn.execute(query)).mappings().first()
         return from_row(row) if row else None
 
