@@ -5,6 +5,7 @@ against the served process's resident memory, which must not grow with what the 
 from __future__ import annotations
 
 import json
+import resource
 import socket
 import tempfile
 from collections.abc import Iterator
@@ -225,3 +226,39 @@ def test_a_signed_in_form_within_the_limit_still_works(served: Served, session: 
         )
         assert made.status_code in (200, 303), made.text
         assert "bounded" in http.get("/projects", headers={"Cookie": cookie}).text
+
+
+def test_the_connection_limit_follows_the_open_file_limit(backend: Backend) -> None:
+    """Under ``ulimit -n 256`` and no THREADLINE_MAX_CONNECTIONS, each listener holds (256 - 64) / 2 = 96
+    connections: the 97th is answered 503 while descriptors remain (under the old fixed default, 20,000,
+    the 97th was served like the others, and the limit lay beyond the descriptors the process has)."""
+    env = {
+        key: value
+        for key, value in backend.env(backend.fresh()).items()
+        if key != "THREADLINE_MAX_CONNECTIONS"
+    }
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))  # inherited by the server started now
+    try:
+        started = running_server(env, startup_timeout=60)
+        server = started.__enter__()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    held: list[socket.socket] = []
+    try:
+        answer = b""
+        for _ in range(97):  # each makes a request and then waits in keep-alive (5 s)
+            sock = _connect(server.api_url)
+            held.append(sock)
+            sock.settimeout(5)
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = sock.recv(65536)
+            if not answer.startswith(b"HTTP/1.1 200 "):
+                break
+        assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
+        # The test harness's readiness poll (running_server) may hold one of the 96.
+        assert 94 <= len(held) - 1 <= 96
+    finally:
+        for sock in held:
+            sock.close()
+        started.__exit__(None, None, None)
