@@ -4,11 +4,12 @@ against the served process's resident memory, which must not grow with what the 
 
 from __future__ import annotations
 
+import itertools
 import json
 import resource
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -64,16 +65,15 @@ def _connect(url: str) -> socket.socket:
     return socket.create_connection((address.hostname or "127.0.0.1", address.port or 80), timeout=10)
 
 
-def _send_until_closed(sock: socket.socket, head: bytes, filler: bytes, total: int) -> tuple[int, bytes]:
-    """Sends ``head`` then ``filler`` until ``total`` bytes went or the server closed the connection; how
-    many went, and the server's answer."""
+def _send_until_closed(sock: socket.socket, pieces: Iterable[bytes]) -> tuple[int, bytes]:
+    """Sends ``pieces`` until they end or the server closes the connection, then reads until it does: how
+    many bytes went, and the server's answer."""
     sent = 0
     try:
-        sock.sendall(head)
-        sent = len(head)
-        while sent < total:
-            sock.sendall(filler)
-            sent += len(filler)
+        for piece in pieces:
+            sock.sendall(piece)
+            sent += len(piece)
+        sock.shutdown(socket.SHUT_WR)
     except (BrokenPipeError, ConnectionResetError):
         pass
     chunks = []
@@ -90,9 +90,7 @@ def test_a_megabyte_of_headers_is_refused_431_and_closed(served: Served, surface
     url = served.server.api_url if surface == "api" else served.server.intake_url
     lines = b"".join(b"X-Filler-%d: %s\r\n" % (i, b"a" * 1000) for i in range(1024))  # 1 MiB, 1,024 lines
     with _connect(url) as sock:
-        _sent, answer = _send_until_closed(
-            sock, b"GET /v1/me HTTP/1.1\r\nHost: x\r\n" + lines + b"\r\n", b"", 0
-        )
+        _sent, answer = _send_until_closed(sock, [b"GET /v1/me HTTP/1.1\r\nHost: x\r\n" + lines + b"\r\n"])
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
     assert b"connection: close" in answer.lower()
 
@@ -103,9 +101,8 @@ def test_one_endless_header_line_is_cut_off_without_memory(served: Served) -> No
     httpx.get(f"{served.server.api_url}/healthz", timeout=10)
     before = rss(served)
     with _connect(served.server.api_url) as sock:
-        sent, answer = _send_until_closed(
-            sock, b"GET /v1/me HTTP/1.1\r\nHost: x\r\nX-Long: ", b"a" * 65536, 32 * 1024 * 1024
-        )
+        head = b"GET /v1/me HTTP/1.1\r\nHost: x\r\nX-Long: "
+        sent, answer = _send_until_closed(sock, itertools.chain([head], itertools.repeat(b"a" * 65536, 512)))
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
     assert sent < 16 * 1024 * 1024  # closed long before the end, not read to the end and then refused
     assert rss(served) - before < _RSS_ALLOWANCE
@@ -114,9 +111,7 @@ def test_one_endless_header_line_is_cut_off_without_memory(served: Served) -> No
 def test_too_many_header_lines_are_refused(served: Served) -> None:
     lines = b"".join(b"X-%d: 1\r\n" % i for i in range(101))
     with _connect(served.server.api_url) as sock:
-        _sent, answer = _send_until_closed(
-            sock, b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + lines + b"\r\n", b"", 0
-        )
+        _sent, answer = _send_until_closed(sock, [b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + lines + b"\r\n"])
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
 
 
@@ -147,22 +142,9 @@ def _post(served: Served, path: str, headers: str, *, chunked: bool, total: int 
         f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
         f"{headers}{framing}\r\n\r\n"
     ).encode()
+    body = _chunked(total) if chunked else (_CHUNK for _ in range(total // len(_CHUNK)))
     with _connect(served.server.api_url) as sock:
-        sock.sendall(head)
-        body = _chunked(total) if chunked else (_CHUNK for _ in range(total // len(_CHUNK)))
-        try:
-            for piece in body:
-                sock.sendall(piece)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        sock.shutdown(socket.SHUT_WR)
-        chunks = []
-        try:
-            while chunk := sock.recv(65536):
-                chunks.append(chunk)
-        except ConnectionResetError:
-            pass
-    return b"".join(chunks)
+        return _send_until_closed(sock, itertools.chain([head], body))[1]
 
 
 @pytest.fixture(scope="module")
