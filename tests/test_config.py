@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import resource
 from pathlib import Path
 
 import pytest
 
-from threadline.config import Settings, normalize_database_url
+from threadline.config import Settings, default_max_connections, normalize_database_url
 from threadline.kit.db import Database
 
 
@@ -40,3 +41,18 @@ async def test_old_aiosqlite_url_opens_the_same_file(tmp_path: Path) -> None:
         assert path.exists()
     finally:
         await db.dispose()
+
+
+@pytest.mark.parametrize(
+    ("soft", "expected"),
+    [(256, 96), (1024, 448), (20_000, 8750), (1_000_000, 20_000), (resource.RLIM_INFINITY, 20_000)],
+)
+def test_max_connections_follows_the_open_file_limit(
+    soft: int, expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each of the two listeners gets half of the open-file limit less an eighth (at least 64) of
+    headroom, at most 20,000: the 503 comes before the descriptors run out."""
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: (soft, resource.RLIM_INFINITY))
+    monkeypatch.delenv("THREADLINE_MAX_CONNECTIONS", raising=False)
+    assert default_max_connections() == expected
+    assert Settings().max_connections == expected

@@ -6,6 +6,7 @@ PostgreSQL, and ``redis_url`` switches rate limits and cross-process signals fro
 
 from __future__ import annotations
 
+import resource
 from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
@@ -16,6 +17,18 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_RATE_LIMIT_PER_MINUTE = 1000
 MAX_RUN_CONCURRENCY = 1024
+_CONNECTIONS_CEILING = 20_000
+
+
+def default_max_connections() -> int:
+    """Connections each listener holds before answering 503: the process's open-file limit less headroom
+    (an eighth, at least 64) for what is not a connection (database and Redis pools, the log store, files),
+    shared by ``serve``'s two listeners, so the refusal comes before descriptors run out, never after. A
+    fixed 20,000 equalled the usual limit of a container and was never reached: accept() failed first."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return _CONNECTIONS_CEILING
+    return max(1, min(_CONNECTIONS_CEILING, (soft - max(64, soft // 8)) // 2))
 
 
 class ModelPrice(BaseModel):
@@ -43,6 +56,10 @@ class Settings(BaseSettings):
     # Streams (log tails, run and thread streams) one organization may hold open at once in one process,
     # unless an operator set its own (`threadline orgs set-limit ORG_ID --streams N`).
     default_stream_limit: int = Field(500, ge=1)
+    # Automations one organization may hold, unless an operator set its own (`set-limit --automations N`),
+    # and runs it may have queued before an automation's firing starts no more (`--queued-runs N`).
+    default_automation_limit: int = Field(100, ge=1)
+    default_queued_run_limit: int = Field(100, ge=1)
     # A revoked key must be refused by every process within 1 s; cached keys are re-read after this long
     # even if no revocation signal arrived (the signal is the fast path, this is the guarantee).
     key_cache_ttl_seconds: float = Field(0.5, gt=0, le=1.0)
@@ -52,11 +69,15 @@ class Settings(BaseSettings):
     # Slow clients (``threadline.http_protocol``): the request line and headers must arrive within
     # header_timeout_seconds, the body within body_timeout_seconds of them (else 408 and the connection
     # closes); an idle keep-alive connection closes after keep_alive_seconds; a process holds at most
-    # max_connections connections (open streams included; one more is answered 503).
+    # max_connections connections (open streams included; one more is answered 503; the default follows
+    # the open-file limit, ``default_max_connections``). The request line and headers hold at most
+    # max_header_bytes bytes and max_header_lines header lines (else 431 and the connection closes).
     header_timeout_seconds: float = Field(10.0, gt=0, le=300)
     body_timeout_seconds: float = Field(60.0, gt=0, le=3600)
     keep_alive_seconds: int = Field(5, ge=1, le=300)
-    max_connections: int = Field(20_000, ge=1)
+    max_connections: int = Field(default_factory=default_max_connections, ge=1)
+    max_header_bytes: int = Field(64 * 1024, ge=1024, le=1024 * 1024)
+    max_header_lines: int = Field(100, ge=8, le=10_000)
     access_log: bool = False
     log_level: str = "info"
     # Where SQLite's log appends run: "process", a process of the server's own on another core

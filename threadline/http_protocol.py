@@ -7,7 +7,15 @@ holding a socket and memory: a handful of clients could exhaust a process's conn
 * the request line and headers must arrive within ``header_timeout_seconds`` of the connection opening or
   of the request's first byte;
 * the body within ``body_timeout_seconds`` of the headers;
-* a process holds at most ``max_connections`` connections; one more is answered 503 and closed.
+* a process holds at most ``max_connections`` connections; one more is answered 503 and closed;
+* the request line and headers hold at most ``max_header_bytes`` bytes and ``max_header_lines`` lines:
+  past either, 431 and the connection closed at once. httptools has no bound of its own and accumulates a
+  header's value across reads, so without this a single header line could grow to whatever the client sent
+  within the header deadline (600 MB in one second on loopback).
+
+The header bytes are counted per read, before the parser sees them: the part of a read past the cap is never
+parsed. Bytes that follow a complete request in the same read (pipelining) are counted from the next read
+on, so a header section is bounded by the cap plus one socket read.
 
 A request that runs out of time is answered 408 (if its response has not begun) and its connection closed.
 One timer per connection serves both deadlines and is moved rather than recreated, so a keep-alive client
@@ -22,6 +30,13 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+_HEAD_TOO_LARGE_TEXT = b"Request header fields too large.\n"
+_HEAD_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\n"
+    b"content-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n\r\n%s"
+    % (len(_HEAD_TOO_LARGE_TEXT), _HEAD_TOO_LARGE_TEXT)
+)
+
 _TIMED_OUT = b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
 _FULL = (
     b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 1\r\n"
@@ -30,8 +45,17 @@ _FULL = (
 )
 
 
+class _HeadTooLarge(Exception):
+    """Raised from the parser's header callback past the line cap: it stops the parse of that read."""
+
+
 def bounded_protocol(
-    *, header_timeout_seconds: float, body_timeout_seconds: float, max_connections: int
+    *,
+    header_timeout_seconds: float,
+    body_timeout_seconds: float,
+    max_connections: int,
+    max_header_bytes: int = 64 * 1024,
+    max_header_lines: int = 100,
 ) -> type[HttpToolsProtocol]:
     """The protocol class for uvicorn's ``http`` setting, with these bounds."""
 
@@ -40,6 +64,10 @@ def bounded_protocol(
             super().__init__(*args, **kwargs)
             self._limit_at: float | None = None
             self._timer: TimerHandle | None = None
+            # Bytes of the current request's line and headers so far; None once its headers are complete.
+            self._head_bytes: int | None = 0
+            self._head_lines = 0
+            self._head_refused = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -56,18 +84,57 @@ def bounded_protocol(
                 self._timer = None
             super().connection_lost(exc)
 
+        def data_received(self, data: bytes) -> None:
+            if self._head_bytes is None:  # a body: the body limit and deadline bound it
+                super().data_received(data)
+                return
+            room = max_header_bytes - self._head_bytes
+            if len(data) <= room:
+                self._head_bytes += len(data)
+                super().data_received(data)
+                return
+            self._head_bytes = max_header_bytes
+            super().data_received(data[:room])
+            if self._head_bytes is not None:  # the headers did not end within the cap
+                self._refuse_head()
+            elif not self.transport.is_closing():
+                self.data_received(data[room:])
+
         def on_message_begin(self) -> None:
+            self._head_lines = 0
             super().on_message_begin()
             if self._limit_at is None:
                 self._arm(header_timeout_seconds)
 
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._head_lines += 1
+            if self._head_lines > max_header_lines:
+                self._head_refused = True
+                raise _HeadTooLarge
+            super().on_header(name, value)
+
         def on_headers_complete(self) -> None:
+            self._head_bytes = None
             self._arm(body_timeout_seconds)
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
             self._limit_at = None  # the timer, if pending, finds nothing to do
+            self._head_bytes = 0
             super().on_message_complete()
+
+        def send_400_response(self, msg: str) -> None:
+            """uvicorn answers every parse error 400, ours from ``on_header`` included: that one is 431."""
+            if self._head_refused:
+                self._refuse_head()
+            else:
+                super().send_400_response(msg)
+
+        def _refuse_head(self) -> None:
+            self._limit_at = None
+            if not self.transport.is_closing():
+                self.transport.write(_HEAD_TOO_LARGE)
+                self.transport.close()
 
         def _arm(self, seconds: float) -> None:
             self._limit_at = limit = self.loop.time() + seconds

@@ -56,6 +56,20 @@ async def set_stream_limit(
     return await _set_limits(conn, signals, organization_id, {"stream_limit": streams})
 
 
+async def set_automation_limit(
+    conn: Conn, signals: SignalBus, organization_id: str, automations: int
+) -> Organization:
+    """Checked when an automation is created: lowering it below what an organization holds deletes
+    nothing, but it creates no more until it is under the limit again."""
+    return await _set_limits(conn, signals, organization_id, {"automation_limit": automations})
+
+
+async def set_queued_run_limit(
+    conn: Conn, signals: SignalBus, organization_id: str, queued_runs: int
+) -> Organization:
+    return await _set_limits(conn, signals, organization_id, {"queued_run_limit": queued_runs})
+
+
 async def _set_limits(
     conn: Conn, signals: SignalBus, organization_id: str, values: dict[str, object]
 ) -> Organization:

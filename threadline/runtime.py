@@ -228,7 +228,7 @@ async def open_services(
         authenticator = KeyAuthenticator(db, signals, settings)
         stack.push_async_callback(authenticator.aclose)
         appender, retention, sealer = _per_dialect(settings, db)
-        log_triggers = LogTriggers(db, signals, prices, clock, insert_or_ignore(db.dialect_name))
+        log_triggers = LogTriggers(db, signals, prices, clock, insert_or_ignore(db.dialect_name), settings)
         stack.push_async_callback(log_triggers.aclose)
         inserts = thread_inserts(db)
         stack.push_async_callback(inserts.aclose)
@@ -242,9 +242,7 @@ async def open_services(
             execute = runs == "worker" or settings.executes_runs_in_server
             executor = RunExecutor(db, signals, builtin_tools(search), settings, prices, execute=execute)
             if execute:
-                scheduler = Scheduler(
-                    db, signals, prices, clock, interval=settings.scheduler_interval_seconds
-                )
+                scheduler = Scheduler(db, signals, prices, clock, settings)
         services = Services(
             settings=settings,
             db=db,

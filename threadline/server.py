@@ -109,6 +109,8 @@ def _config(app: object, listener: Listener, settings: Settings) -> uvicorn.Conf
             header_timeout_seconds=settings.header_timeout_seconds,
             body_timeout_seconds=settings.body_timeout_seconds,
             max_connections=settings.max_connections,
+            max_header_bytes=settings.max_header_bytes,
+            max_header_lines=settings.max_header_lines,
         ),
         timeout_keep_alive=settings.keep_alive_seconds,
     )

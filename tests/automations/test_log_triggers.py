@@ -171,7 +171,12 @@ async def test_concurrent_firings_settle_an_owed_firing_once(
     async def fire() -> object:
         async with services.db.transaction() as conn:
             run, _ = await service.fire_log(
-                conn, services.signals, services.prices, created["id"], now=clock.now()
+                conn,
+                services.signals,
+                services.prices,
+                created["id"],
+                now=clock.now(),
+                settings=services.settings,
             )
         return run
 

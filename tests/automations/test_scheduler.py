@@ -126,7 +126,7 @@ async def test_racing_schedulers_fire_each_tick_exactly_once(
     the same due schedules, again and again: every schedule fires once per tick time."""
     made = [(await create(client, tenant, schedule("*/10 * * * *")))["id"] for _ in range(20)]
     databases = [Database(settings.resolved_database_url) for _ in range(racers)]
-    schedulers = [Scheduler(db, services.signals, services.prices, clock, interval=1) for db in databases]
+    schedulers = [Scheduler(db, services.signals, services.prices, clock, settings) for db in databases]
     try:
         for _ in range(3):  # ticks due at 10:00, 10:10, 10:20
             clock.advance(600)

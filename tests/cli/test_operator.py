@@ -87,9 +87,21 @@ def test_init_serve_and_client_commands(empty_env: dict[str, str]) -> None:
         "requestsPerMinute": 999,
         "concurrentRuns": 7,
         "streams": 500,  # never set: the default
+        "automations": 100,
+        "queuedRuns": 100,
     }
     first = threadline("orgs", "list", env=empty_env).stdout.splitlines()[0]
-    assert first.split() == [org_id, "999/min", "7", "runs", "500", "streams", "default"]
+    assert first.split() == [
+        org_id,
+        "999/min",
+        "7",
+        "runs",
+        "500",
+        "streams",
+        "100",
+        "automations",
+        "default",
+    ]
 
 
 def test_set_limit_streams_caps_open_streams_on_a_running_server(empty_env: dict[str, str]) -> None:
@@ -97,6 +109,15 @@ def test_set_limit_streams_caps_open_streams_on_a_running_server(empty_env: dict
     org_id = boot["organization"]["id"]
     done = threadline("orgs", "set-limit", org_id, "--streams", "1", env=empty_env)
     assert done.stdout.strip() == f"{org_id}: 1 open streams per process"
+    capped = threadline(
+        "orgs", "set-limit", org_id, "--automations", "5", "--queued-runs", "7", env=empty_env
+    )
+    assert capped.stdout.splitlines() == [
+        f"{org_id}: 5 automations",
+        f"{org_id}: 7 queued runs before firings wait",
+    ]
+    listed = json.loads(threadline("orgs", "list", "--json", env=empty_env).stdout)[0]
+    assert (listed["automations"], listed["queuedRuns"]) == (5, 7)
     assert threadline("orgs", "set-limit", org_id, env=empty_env, check=False).returncode == 2
     assert (
         threadline("orgs", "set-limit", org_id, "--streams", "0", env=empty_env, check=False).returncode == 2

@@ -184,6 +184,19 @@ class TestThrottling:
             answers.append(re.sub(r"in \d+ seconds", "in N seconds", page))
         assert answers[0] == answers[1]
 
+    async def test_a_full_account_bucket_does_not_lock_its_owner_out(
+        self, app: FastAPI, member: Member
+    ) -> None:
+        """Anyone may empty an account's bucket (ten guesses from anywhere): its owner, from an address
+        whose bucket allows it, still signs in with the right password; a wrong one is still refused."""
+        await self.until_refused(app, ATTEMPTS_PER_ACCOUNT, member.email, None)
+        owner = await client_at(app, address="192.0.2.10")
+        async with owner.http:
+            wrong = await attempt(owner, member.email, "not the password")
+            assert wrong.status_code == 429 and self.TOO_MANY in wrong.text
+            right = await attempt(owner, member.email, member.password)
+            assert right.status_code == 303 and COOKIE in owner.http.cookies
+
 
 class TestCookie:
     async def test_over_https_the_cookie_is_host_prefixed_and_secure(

@@ -51,6 +51,9 @@ async def test_metadata_filter_as_the_api(
     assert _THREAD_LINKS.findall(both.text) == [] and "No thread matches this filter." in both.text
     bad = await dashboard.get("/threads", params={"metadata[]": "x"})
     assert bad.status_code == 400 and "out of bounds" in bad.text
+    quoted = await make_thread(client, tenant, title="Quoted", metadata={'env","x': "prod"})
+    odd = await dashboard.get("/threads", params={'metadata[env","x]': "prod"})
+    assert odd.status_code == 200 and _THREAD_LINKS.findall(odd.text) == [quoted]
 
 
 async def test_thread_search_as_the_api(

@@ -142,6 +142,20 @@ class TestList:
         odd_key = await client.get("/v1/threads", headers=tenant.secret, params={'metadata[a".b]': "x"})
         assert odd_key.status_code == 200 and odd_key.json()["data"] == []
 
+    @pytest.mark.parametrize(
+        "key", ['env","x', 'a"b', "a.b", "a[0]", "x]", "a\\b", "caf\u00e9", "tab\there", "it's", "$.env"]
+    )
+    async def test_metadata_filter_keys_of_any_characters(
+        self, client: httpx.AsyncClient, tenant: Tenant, key: str
+    ) -> None:
+        """Every key a thread may hold can be filtered on: quotes, dots, brackets, backslashes and what JSON
+        escapes are compared as keys, never read as a JSON path (``?metadata[env","x]=prod`` was a 500)."""
+        wanted = await new_thread(client, tenant, metadata={key: "prod", "env": "prod"})
+        await new_thread(client, tenant, metadata={key: "staging", "env": "prod"})
+        found = await client.get("/v1/threads", headers=tenant.secret, params={f"metadata[{key}]": "prod"})
+        assert found.status_code == 200, found.text
+        assert [t["id"] for t in found.json()["data"]] == [wanted["id"]]
+
     async def test_bad_input(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
         for params, reason in (
             ({"limit": "0"}, "VALIDATION_FAILED"),

@@ -45,6 +45,8 @@ class Organization:
     billing_enforced: bool = False
     run_concurrency: int | None = None
     stream_limit: int | None = None
+    automation_limit: int | None = None
+    queued_run_limit: int | None = None
 
     def limits(self, config: Settings) -> Limits:
         """The limits in force: an operator's own, else the process's defaults (a NULL column)."""
@@ -52,6 +54,8 @@ class Organization:
             requests_per_minute=self.rate_limit_per_minute or config.default_rate_limit_per_minute,
             concurrent_runs=self.run_concurrency or config.default_run_concurrency,
             streams=self.stream_limit or config.default_stream_limit,
+            automations=self.automation_limit or config.default_automation_limit,
+            queued_runs=self.queued_run_limit or config.default_queued_run_limit,
         )
 
 
@@ -62,3 +66,5 @@ class Limits:
     requests_per_minute: int
     concurrent_runs: int
     streams: int
+    automations: int  # held at once; one more is refused (409 AUTOMATION_LIMIT)
+    queued_runs: int  # while this many runs wait, an automation's firing starts none (QUEUED_RUN_LIMIT)

@@ -11,6 +11,7 @@ from threadline.automations import service
 from threadline.automations.schemas import AutomationCreate, AutomationOut, AutomationUpdate
 from threadline.automations.triggers import LogTriggers
 from threadline.billing.prices import Prices
+from threadline.config import Settings
 from threadline.kit.clock import Clock
 from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.errors import BadRequest, Reason
@@ -23,6 +24,7 @@ from threadline.runs.schemas import RunOut
 class AutomationServices(Protocol):
     """What the automation handlers read from the process's services."""
 
+    settings: Settings
     clock: Clock
     log_triggers: LogTriggers
     prices: Prices
@@ -51,20 +53,22 @@ async def list_automations(request: Request, conn: ConnDep, page: CursorDep) -> 
     operation_id="automations.create",
     status_code=201,
     response_model=AutomationOut,
-    responses=errors(400, 404, 413, *AUTHENTICATED),
+    responses=errors(400, 404, 409, 413, *AUTHENTICATED),
 )
 async def create_automation(
     body: AutomationCreate, request: Request, conn: ConnDep, services: ServicesDep
 ) -> AutomationOut:
     """A schedule (`{"type": "schedule", "cron", "timezone"}`) or a log trigger (`{"type": "log",
     "projectId", "level", "contains", "cooldownSeconds"}`) that starts a run with `action.prompt`.
-    A project or thread it names must exist (404 naming the field)."""
+    A project or thread it names must exist (404 naming the field). An organization holds at most 100
+    automations unless an operator set its own limit: one more is 409 `AUTOMATION_LIMIT`."""
     automation = await service.create_automation(
         conn,
         principal_of(request).organization_id,
         body,
         now=services.clock.now(),
         changed=services.log_triggers.changed,
+        settings=services.settings,
     )
     return AutomationOut.of(automation)
 
@@ -133,7 +137,9 @@ async def trigger_automation(
     automationId: str, request: Request, conn: ConnDep, services: ServicesDep
 ) -> RunOut:
     """Fires the automation now, enabled or not and whatever its cooldown; answers with the run it
-    started. 409 `THREAD_NOT_FOUND` if its thread was deleted, `INSUFFICIENT_CREDITS` under billing."""
+    started. 409 `THREAD_NOT_FOUND` if its thread was deleted, `INSUFFICIENT_CREDITS` under billing,
+    `QUEUED_RUN_LIMIT` while the organization has its limit of runs queued (100 unless an operator set
+    its own)."""
     run = await service.trigger_now(
         conn,
         services.signals,
@@ -141,5 +147,6 @@ async def trigger_automation(
         principal_of(request).organization_id,
         automationId,
         now=services.clock.now(),
+        settings=services.settings,
     )
     return RunOut.of(run)

@@ -16,6 +16,7 @@ from threadline.automations.tables import automation_firings, automations
 from threadline.kit.db import Conn
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
 from threadline.kit.statements import InsertOrIgnore
+from threadline.runs.tables import runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,21 @@ class AutomationRepository:
         rows, next_cursor = await fetch_cursor_page(self._conn, query, automations.c.id, params)
         return [_from_row(row._mapping) for row in rows], next_cursor
 
+    async def count(self) -> int:
+        query = sa.select(sa.func.count()).where(automations.c.organization_id == self._organization_id)
+        return int((await self._conn.execute(query)).scalar_one())
+
+    async def queued_runs(self, at_most: int) -> int:
+        """The organization's queued runs, counted up to ``at_most`` (no further: the cap is all that is
+        asked, and a backlog must not make each firing slower)."""
+        queued = (
+            sa.select(sa.literal(1))
+            .where(runs.c.organization_id == self._organization_id, runs.c.status == "queued")
+            .limit(at_most)
+            .subquery()
+        )
+        return int((await self._conn.execute(sa.select(sa.func.count()).select_from(queued))).scalar_one())
+
     async def delete(self, automation_id: str) -> None:
         await self._conn.execute(
             automations.delete().where(
@@ -160,17 +176,23 @@ class AutomationsAcrossOrganizations:
         await _record_firing(self._conn, automations.c.id == automation_id, at, next_run_at, error)
 
     async def due(self, now: datetime, limit: int) -> list[str]:
-        """Enabled schedules whose time has come, the longest overdue first."""
-        query = (
-            sa.select(automations.c.id)
+        """Enabled schedules whose time has come, round robin across organizations: every organization's
+        longest overdue first, then every one's second, and so on (within a round, the longest overdue
+        first), so that no organization's many schedules go before another's few."""
+        turn = sa.func.row_number().over(
+            partition_by=automations.c.organization_id,
+            order_by=(automations.c.next_run_at, automations.c.id),
+        )
+        ranked = (
+            sa.select(automations.c.id, automations.c.next_run_at, turn.label("turn"))
             .where(
                 automations.c.next_run_at <= now,
                 automations.c.enabled.is_(True),
                 automations.c.trigger_type == "schedule",
             )
-            .order_by(automations.c.next_run_at)
-            .limit(limit)
+            .subquery()
         )
+        query = sa.select(ranked.c.id).order_by(ranked.c.turn, ranked.c.next_run_at, ranked.c.id).limit(limit)
         return list((await self._conn.execute(query)).scalars())
 
     async def log_triggered(self) -> list[Automation]:

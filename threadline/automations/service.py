@@ -21,6 +21,7 @@ from threadline.automations.repository import Automation, AutomationRepository, 
 from threadline.automations.schedule import next_time
 from threadline.automations.schemas import ActionIn, AutomationCreate, TriggerIn
 from threadline.billing.prices import Prices
+from threadline.config import Settings
 from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import ApiError, Conflict, NotFound, Reason
 from threadline.kit.ids import new_id
@@ -40,8 +41,25 @@ MAX_RECORD_CHARS = 16_384
 
 
 async def create_automation(
-    conn: Conn, organization_id: str, body: AutomationCreate, *, now: datetime, changed: Changed
+    conn: Conn,
+    organization_id: str,
+    body: AutomationCreate,
+    *,
+    now: datetime,
+    changed: Changed,
+    settings: Settings,
 ) -> Automation:
+    """Refused (409 ``AUTOMATION_LIMIT``) when the organization holds its limit already: counted under its
+    row's lock, so concurrent creations cannot pass it together."""
+    organization = await OrganizationRepository(conn).get(organization_id, lock=True)
+    assert organization is not None  # the caller's own organization
+    limit = organization.limits(settings).automations
+    if await AutomationRepository(conn, organization_id).count() >= limit:
+        raise Conflict(
+            f"The organization holds {limit} automations, its limit: delete one first, or ask an operator "
+            "to raise it (`threadline orgs set-limit --automations N`).",
+            reason=Reason.AUTOMATION_LIMIT,
+        )
     await _check_references(conn, organization_id, body.trigger, body.action)
     trigger = body.trigger.stored()
     automation = Automation(
@@ -125,12 +143,19 @@ async def delete_automation(
 
 
 async def trigger_now(
-    conn: Conn, signals: SignalBus, prices: Prices, organization_id: str, automation_id: str, *, now: datetime
+    conn: Conn,
+    signals: SignalBus,
+    prices: Prices,
+    organization_id: str,
+    automation_id: str,
+    *,
+    now: datetime,
+    settings: Settings,
 ) -> Run:
     """A firing by hand (``POST /automations/{id}/trigger``): enabled or not, cooldown or not; its errors
     are the request's. The schedule keeps its next time."""
     automation = await get_automation(conn, organization_id, automation_id, lock=True)
-    run = await _start_run(conn, signals, prices, automation, "manual", None)
+    run = await _start_run(conn, signals, prices, automation, "manual", None, settings)
     await AutomationRepository(conn, organization_id).record_firing(
         automation.id, at=now, next_run_at=automation.next_run_at, error=None
     )
@@ -138,15 +163,16 @@ async def trigger_now(
 
 
 async def fire_schedule(
-    conn: Conn, signals: SignalBus, prices: Prices, automation_id: str, *, now: datetime
+    conn: Conn, signals: SignalBus, prices: Prices, automation_id: str, *, now: datetime, settings: Settings
 ) -> Run | None:
     """The schedule's firing if it is (still) due at ``now``; None if another scheduler took it first.
-    However many ticks were missed, it fires once and is next due after ``now``."""
+    However many ticks were missed, it fires once and is next due after ``now``. ``now`` is the moment of
+    the firing itself (``lastTriggeredAt``), not of the tick that found it due."""
     across = AutomationsAcrossOrganizations(conn)
     automation = await across.get(automation_id, lock=True)
     if automation is None or not _is_due(automation, now):
         return None
-    run = await _start_run(conn, signals, prices, automation, "schedule", None)
+    run = await _start_run(conn, signals, prices, automation, "schedule", None, settings)
     await across.record_firing(
         automation.id, at=now, next_run_at=_next_run(automation.trigger, True, now), error=None
     )
@@ -154,7 +180,7 @@ async def fire_schedule(
 
 
 async def fire_log(
-    conn: Conn, signals: SignalBus, prices: Prices, automation_id: str, *, now: datetime
+    conn: Conn, signals: SignalBus, prices: Prices, automation_id: str, *, now: datetime, settings: Settings
 ) -> tuple[Run | None, datetime | None]:
     """Settles the firing owed to the automation (``repository.owe_firings``), if one still is: a run
     with the matching record, unless the automation is disabled or cooling down (then the firing is
@@ -167,7 +193,7 @@ async def fire_log(
     record = await across.take_firing(automation_id)
     if record is None or not _may_fire_on_log(automation, now):
         return None, automation.last_triggered_at
-    run = await _start_run(conn, signals, prices, automation, "log", record)
+    run = await _start_run(conn, signals, prices, automation, "log", record, settings)
     await across.record_firing(automation.id, at=now, next_run_at=None, error=None)
     return run, now
 
@@ -226,9 +252,20 @@ async def _start_run(
     automation: Automation,
     kind: Firing,
     record: Mapping[str, Any] | None,
+    settings: Settings,
 ) -> Run:
-    organization = await OrganizationRepository(conn).get(automation.organization_id)
+    """Not while the organization has its limit of runs queued (409 ``QUEUED_RUN_LIMIT``): a firing then
+    fails as one whose thread is gone does, and the schedule moves on, rather than piling runs (and
+    threads) up faster than they execute."""
+    organization = await OrganizationRepository(conn).get(automation.organization_id, lock=True)
     assert organization is not None  # the automation goes with its organization
+    limit = organization.limits(settings).queued_runs
+    if await AutomationRepository(conn, organization.id).queued_runs(limit) >= limit:
+        raise Conflict(
+            f"The organization has {limit} runs queued, its limit for an automation to start another; "
+            "the firing was skipped (an operator may raise it: `threadline orgs set-limit --queued-runs N`).",
+            reason=Reason.QUEUED_RUN_LIMIT,
+        )
     thread_id: str | None = automation.action["threadId"]
     if thread_id is None:
         thread = await create_thread(

@@ -33,6 +33,7 @@ from sqlalchemy.engine import Connection
 from threadline.automations import repository, service
 from threadline.automations.repository import Automation
 from threadline.billing.prices import Prices
+from threadline.config import Settings
 from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.kit.errors import ApiError
@@ -86,9 +87,16 @@ class _Rule:
 
 class LogTriggers:
     def __init__(
-        self, db: Database, signals: SignalBus, prices: Prices, clock: Clock, insert_or_ignore: InsertOrIgnore
+        self,
+        db: Database,
+        signals: SignalBus,
+        prices: Prices,
+        clock: Clock,
+        insert_or_ignore: InsertOrIgnore,
+        settings: Settings,
     ) -> None:
         self._db = db
+        self._settings = settings
         self._insert_or_ignore = insert_or_ignore
         self._signals = signals
         self._prices = prices
@@ -217,7 +225,7 @@ class LogTriggers:
             try:
                 async with self._db.transaction() as conn:
                     run, last_fired = await service.fire_log(
-                        conn, self._signals, self._prices, automation_id, now=now
+                        conn, self._signals, self._prices, automation_id, now=now, settings=self._settings
                     )
             except ApiError as error:
                 async with self._db.transaction() as conn:

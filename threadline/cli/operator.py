@@ -280,6 +280,8 @@ def list_orgs(
                 "requestsPerMinute": limits.requests_per_minute,
                 "concurrentRuns": limits.concurrent_runs,
                 "streams": limits.streams,
+                "automations": limits.automations,
+                "queuedRuns": limits.queued_runs,
             }
             for org in found
             for limits in [org.limits(settings)]
@@ -292,6 +294,7 @@ def list_orgs(
     for org in data:
         limits = (
             f"{org['requestsPerMinute']:>8}/min  {org['concurrentRuns']:>3} runs  {org['streams']:>5} streams"
+            f"  {org['automations']:>4} automations"
         )
         typer.echo(f"{org['id']}  {limits}  {org['name']}")
 
@@ -309,14 +312,32 @@ def set_limit(
         int | None,
         typer.Option("--streams", min=1, max=1_000_000, help="Streams open at once, per server process."),
     ] = None,
+    automations: Annotated[
+        int | None,
+        typer.Option("--automations", min=1, max=1_000_000, help="Automations held at once (default 100)."),
+    ] = None,
+    queued_runs: Annotated[
+        int | None,
+        typer.Option(
+            "--queued-runs",
+            min=1,
+            max=1_000_000,
+            help="Runs queued before an automation's firing starts no more (default 100).",
+        ),
+    ] = None,
 ) -> None:
     """Raise or lower an organization's limits; running servers and workers apply them at once."""
     from threadline import provisioning as org_service
     from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
     from threadline.runtime import connect_redis
 
-    if requests_per_minute is None and concurrent_runs is None and streams is None:
-        fail("give at least one limit: --requests-per-minute N, --concurrent-runs N, --streams N", code=2)
+    given = (requests_per_minute, concurrent_runs, streams, automations, queued_runs)
+    if all(value is None for value in given):
+        fail(
+            "give at least one limit: --requests-per-minute N, --concurrent-runs N, --streams N, "
+            "--automations N, --queued-runs N",
+            code=2,
+        )
     settings = _settings()
 
     async def work(db: Database) -> None:
@@ -332,6 +353,10 @@ def set_limit(
                     await org_service.set_run_concurrency(conn, signals, org_id, concurrent_runs)
                 if streams is not None:
                     await org_service.set_stream_limit(conn, signals, org_id, streams)
+                if automations is not None:
+                    await org_service.set_automation_limit(conn, signals, org_id, automations)
+                if queued_runs is not None:
+                    await org_service.set_queued_run_limit(conn, signals, org_id, queued_runs)
         finally:
             if redis is not None:
                 await redis.aclose()
@@ -343,6 +368,10 @@ def set_limit(
         typer.echo(f"{org_id}: {concurrent_runs} runs executing at once")
     if streams is not None:
         typer.echo(f"{org_id}: {streams} open streams per process")
+    if automations is not None:
+        typer.echo(f"{org_id}: {automations} automations")
+    if queued_runs is not None:
+        typer.echo(f"{org_id}: {queued_runs} queued runs before firings wait")
 
 
 _MAX_GRANT = 1_000_000_000_000

@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from threadline.dashboard import signin
+from threadline.dashboard.bounds import AdmissionMiddleware
 from threadline.dashboard.pages import (
     automations,
     billing,
@@ -29,6 +30,7 @@ from threadline.dashboard.pages import (
 )
 from threadline.dashboard.security import SecurityHeadersMiddleware
 from threadline.dashboard.web import Refused, SignInRequired, guard, is_htmx, optional_viewer, render
+from threadline.kit.context import log_unhandled, request_id_of
 from threadline.kit.errors import ApiError
 from threadline.kit.faults import dependency_of, unavailable
 from threadline.kit.services import ServicesOf
@@ -58,7 +60,8 @@ def create_dashboard(runtime: ServicesOf[object]) -> FastAPI:
     for router in PAGE_ROUTERS:
         app.include_router(router, dependencies=[Depends(guard)])
     app.mount("/static", StaticFiles(packages=[("threadline.dashboard", "static")]), name="static")
-    app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(AdmissionMiddleware, runtime=runtime, respond=_refusal)
+    app.add_middleware(SecurityHeadersMiddleware)  # the outermost: refusals carry the headers too
     app.add_exception_handler(SignInRequired, _sign_in)
     app.add_exception_handler(Refused, _refused)
     app.add_exception_handler(ApiError, _api_error)
@@ -84,6 +87,15 @@ async def _sign_in(request: Request, exc: Exception) -> Response:
     if "text/event-stream" in request.headers.get("accept", ""):
         return Response("Signed out.", status_code=401, media_type="text/plain")
     return RedirectResponse(location, status_code=303)
+
+
+async def _refusal(request: Request, exc: Exception) -> Response:
+    """A request ``AdmissionMiddleware`` refused before routing, answered as a route's would be."""
+    if isinstance(exc, SignInRequired):
+        return await _sign_in(request, exc)
+    if isinstance(exc, Refused):
+        return await _refused(request, exc)
+    return await _api_error(request, exc)
 
 
 async def _refused(request: Request, exc: Exception) -> Response:
@@ -120,12 +132,12 @@ async def _invalid(request: Request, exc: Exception) -> Response:
 async def _unexpected(request: Request, exc: Exception) -> Response:
     dependency = dependency_of(exc)
     if dependency is not None:
-        log.warning("dashboard request failed: %s unavailable: %r", dependency, exc)
+        log.warning("dashboard request failed: %s unavailable: %s", dependency, type(exc).__name__)
         down = unavailable(exc, dependency)
         return render(
             request, "error.html", None, status_code=down.status, title="Unavailable", message=down.message
         )
-    log.exception("dashboard request failed", exc_info=exc)
+    log_unhandled(log, exc, "dashboard request failed", request_id_of(request.scope))
     return render(
         request,
         "error.html",

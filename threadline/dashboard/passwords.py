@@ -5,7 +5,7 @@ account), so a stolen session buys no more guesses than the sign-in form gives."
 from __future__ import annotations
 
 import hashlib
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from fastapi import Request
 
@@ -30,18 +30,32 @@ class ConfirmServices(AttemptServices, Protocol):
     db: Database
 
 
+class Throttled(NamedTuple):
+    """A password attempt over a limit: ``wait`` seconds before the next. ``account_only``: the client's
+    address still had attempts, only the account's bucket was empty."""
+
+    wait: int
+    account_only: bool
+
+
 async def attempt_wait(request: Request, services: AttemptServices, email: str) -> int | None:
-    """Seconds to wait before another password attempt, or None: this one may go on (and is counted).
-    The address bucket is drawn first, so guesses spread over many accounts still meet a limit."""
+    """Seconds to wait before another password attempt, or None: this one may go on (and is counted)."""
+    throttled = await throttle(request, services, email)
+    return None if throttled is None else throttled.wait
+
+
+async def throttle(request: Request, services: AttemptServices, email: str) -> Throttled | None:
+    """Whether this password attempt is over a limit (it is counted either way). The address bucket is
+    drawn first, so guesses spread over many accounts still meet a limit."""
     account = hashlib.sha256(email.strip().lower().encode()).hexdigest()
     address = client_address(request.scope, services.settings.trust_forwarded_for)
-    for bucket in (
-        Bucket(f"dashboard:signin:address:{address}", ATTEMPTS_PER_ADDRESS),
-        Bucket(f"dashboard:signin:account:{account}", ATTEMPTS_PER_ACCOUNT),
+    for bucket, account_only in (
+        (Bucket(f"dashboard:signin:address:{address}", ATTEMPTS_PER_ADDRESS), False),
+        (Bucket(f"dashboard:signin:account:{account}", ATTEMPTS_PER_ACCOUNT), True),
     ):
         decision = await services.limiter.hit((bucket,))
         if not decision.allowed:
-            return decision.retry_after
+            return Throttled(decision.retry_after, account_only)
     return None
 
 

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from threadline.config import Settings
-from threadline.dashboard.passwords import attempt_wait
+from threadline.dashboard.passwords import throttle
 from threadline.dashboard.sessions import Viewer, end_session, open_session
 from threadline.dashboard.web import (
     LOGIN_CSRF_COOKIE,
@@ -76,12 +76,16 @@ async def sign_in(
     next: Annotated[str, Form(max_length=2048)] = "/",
 ) -> Response:
     email = email.strip()
-    wait = await attempt_wait(request, services, email)
-    if wait is not None:
-        message = f"Too many sign-in attempts. Try again in {wait} seconds."
-        return _login_form(request, email=email, error=message, status_code=429)
+    throttled = await throttle(request, services, email)
+    if throttled is not None and not throttled.account_only:
+        return _too_many(request, email, throttled.wait)
     async with services.db.transaction(write=False) as conn:
         user = await verify_login(conn, email, password) if email and password else None
+    # An account's own bucket refuses wrong passwords only: anyone may empty it (ten guesses from
+    # anywhere), and it must not lock its owner out. Guessing stays slow through the address's bucket,
+    # which refused above, before any password was checked.
+    if throttled is not None and user is None:
+        return _too_many(request, email, throttled.wait)
     if user is None:
         return _login_form(request, email=email, error="The email or password is not right.", status_code=400)
     # Always a new id (no session fixation): a session the browser already held ends here, so a cookie
@@ -95,6 +99,11 @@ async def sign_in(
     _set_session_cookie(request, response, raw)
     response.delete_cookie(LOGIN_CSRF_COOKIE, path="/login")
     return response
+
+
+def _too_many(request: Request, email: str, wait: int) -> Response:
+    message = f"Too many sign-in attempts. Try again in {wait} seconds."
+    return _login_form(request, email=email, error=message, status_code=429)
 
 
 @router.post("/logout")

@@ -1,13 +1,13 @@
 """What every page shares: the signed-in viewer, the CSRF guard, and rendering.
 
-Every dashboard route is included with ``guard`` (``dashboard.app``), so no state-changing request reaches
-a handler without a valid synchronizer token and an acceptable ``Origin``; GET and HEAD never change state.
+Every state-changing request passes ``bounds.AdmissionMiddleware`` (a valid synchronizer token, an acceptable
+``Origin``, a bounded form) before any body is parsed, and every route is included with ``guard``
+(``dashboard.app``), which refuses one that did not; GET and HEAD never change state.
 """
 
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Protocol
@@ -30,6 +30,10 @@ CSRF_HEADER = "x-csrf-token"
 # The sign-in form's token, before any session exists: a double-submit cookie (OWASP), compared with the
 # form's hidden field.
 LOGIN_CSRF_COOKIE = "threadline_login_csrf"
+# Set by ``bounds.AdmissionMiddleware`` on a state-changing request it checked and admitted, and the
+# viewer it found, so the route's own dependency does not look the session up twice.
+ADMITTED_SCOPE_KEY = "threadline.dashboard.admitted"
+VIEWER_SCOPE_KEY = "threadline.dashboard.viewer"
 
 
 class PageServices(Protocol):
@@ -65,6 +69,15 @@ def session_cookie_name(request: Request) -> str:
 
 
 async def optional_viewer(request: Request, services: PageServicesDep) -> Viewer | None:
+    if VIEWER_SCOPE_KEY in request.scope:
+        found_before: Viewer | None = request.scope[VIEWER_SCOPE_KEY]
+        return found_before
+    viewer = await _find_viewer(request, services)
+    request.scope[VIEWER_SCOPE_KEY] = viewer
+    return viewer
+
+
+async def _find_viewer(request: Request, services: PageServices) -> Viewer | None:
     raw = request.cookies.get(session_cookie_name(request))
     if not raw or len(raw) > 100:
         return None
@@ -93,26 +106,10 @@ def own_origin(request: Request) -> str:
     return f"{request.url.scheme}://{request.headers.get('host', '')}"
 
 
-async def guard(request: Request, viewer: Annotated[Viewer | None, Depends(optional_viewer)]) -> None:
-    """Every state-changing request: ``Origin`` (when sent) must be our own, and the session's token must
-    come back in the form field or the header htmx sends. The sign-in form checks its cookie instead."""
-    if request.method in SAFE_METHODS:
-        return
-    origin = request.headers.get("origin")
-    if origin is not None and origin != own_origin(request):
-        raise Refused("This request came from another site and was refused.")
-    sent = request.headers.get(CSRF_HEADER)
-    if sent is None:
-        form = await request.form()
-        field = form.get(CSRF_FIELD)
-        sent = field if isinstance(field, str) else None
-    if request.url.path == "/login":
-        expected = request.cookies.get(LOGIN_CSRF_COOKIE)
-    else:
-        if viewer is None:
-            raise SignInRequired
-        expected = viewer.csrf_token
-    if not sent or not expected or not secrets.compare_digest(sent, expected):
+async def guard(request: Request) -> None:
+    """Every state-changing request was checked before its body was read (``bounds``): one that reached a
+    route without that check (the middleware left out of an app) is refused rather than trusted."""
+    if request.method not in SAFE_METHODS and not request.scope.get(ADMITTED_SCOPE_KEY):
         raise Refused("The form was out of date or incomplete; reload the page and try again.")
 
 

@@ -9,7 +9,9 @@ import itertools
 import logging
 import re
 import secrets
+import traceback
 
+from sqlalchemy.exc import StatementError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadline.kit.errors import REQUEST_ID_SCOPE_KEY, ApiError, InternalError, error_response
@@ -47,6 +49,21 @@ def client_address(scope: Scope, trust_forwarded_for: bool) -> str:
         return forwarded.decode("latin-1").rsplit(",", 1)[-1].strip()
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
+
+
+def log_unhandled(logger: logging.Logger, error: BaseException, what: str, request_id: str | None) -> None:
+    """An error nothing handled, logged with the request id. A database error's text holds its SQL
+    statement, and its driver's message may quote the rows' values (a duplicate key's, a constraint's):
+    tenant data the log must not hold. Of one, the log has its class, its driver error's class and where
+    it was raised (frames only, no values); of any other error, the whole traceback."""
+    if isinstance(error, StatementError):
+        frames = "".join(traceback.format_tb(error.__traceback__))
+        cause = type(error.orig).__name__ if error.orig is not None else "-"
+        logger.error(
+            "%s [%s]: database error %s (%s)\n%s", what, request_id, type(error).__name__, cause, frames
+        )
+    else:
+        logger.error("%s [%s]", what, request_id, exc_info=error)
 
 
 def request_id_of(scope: Scope) -> str | None:
@@ -91,16 +108,16 @@ class RequestContextMiddleware:
             dependency = dependency_of(exc)
             error: ApiError
             if dependency is None:
-                log.exception("unhandled error in %s %s [%s]", scope["method"], scope["path"], request_id)
+                log_unhandled(log, exc, f"unhandled error in {scope['method']} {scope['path']}", request_id)
                 error = InternalError()
             else:
                 log.warning(
-                    "%s unavailable in %s %s [%s]: %r",
+                    "%s unavailable in %s %s [%s]: %s",
                     dependency,
                     scope["method"],
                     scope["path"],
                     request_id,
-                    exc,
+                    type(exc).__name__,
                 )
                 error = unavailable(exc, dependency)
             if started:

@@ -177,6 +177,7 @@ class Database:
                 max_overflow=0,
                 pool_reset_on_return=None,
                 connect_args={"isolation_level": None, "check_same_thread": False, "timeout": 10},
+                hide_parameters=True,  # an error's text never carries the values (tenant data) it bound
             )
             _install_sqlite_hooks(self._sync_engine)
             # Never wait for a pooled connection on the loop: a slot is awaited first.
@@ -188,6 +189,7 @@ class Database:
                 pool_size=pool_size,
                 max_overflow=pool_size,
                 pool_pre_ping=True,
+                hide_parameters=True,
                 # Read (and removed) by SQLAlchemy's asyncpg adapter: the function it connects with.
                 connect_args={"async_creator_fn": _connect_to_the_end},
             )

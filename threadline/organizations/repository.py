@@ -31,6 +31,8 @@ def from_row(row: sa.RowMapping, prefix: str = "") -> Organization:
         billing_enforced=bool(row[prefix + "billing_enforced"]),
         run_concurrency=row[prefix + "run_concurrency"],
         stream_limit=row[prefix + "stream_limit"],
+        automation_limit=row[prefix + "automation_limit"],
+        queued_run_limit=row[prefix + "queued_run_limit"],
     )
 
 
@@ -62,8 +64,14 @@ class OrganizationRepository:
         )
         return result.rowcount == 1
 
-    async def get(self, organization_id: str) -> Organization | None:
+    async def get(self, organization_id: str, *, lock: bool = False) -> Organization | None:
+        """``lock``: row-locked until the transaction ends (PostgreSQL; SQLite's writer holds the database),
+        so counts checked against its limits (automations held, runs queued) cannot be passed by two
+        writers at once. ``FOR NO KEY UPDATE``: rows that reference the organization (its threads, runs,
+        logs) are still inserted meanwhile; ``FOR UPDATE`` would make every such insert wait."""
         query = sa.select(organizations).where(organizations.c.id == organization_id)
+        if lock:
+            query = query.with_for_update(key_share=True)
         row = (await self._conn.execute(query)).mappings().first()
         return from_row(row) if row else None
 

@@ -14,6 +14,10 @@ organizations = sa.Table(
     sa.Column("run_concurrency", sa.Integer, nullable=True),
     # Open streams at once per process; NULL means the configured default (`set-limit --streams`).
     sa.Column("stream_limit", sa.Integer, nullable=True),
+    # Automations the organization may hold, and runs it may have queued for an automation's firing to
+    # start another; NULL means the configured default (`set-limit --automations`, `--queued-runs`).
+    sa.Column("automation_limit", sa.Integer, nullable=True),
+    sa.Column("queued_run_limit", sa.Integer, nullable=True),
     # Settings (PATCH /v1/settings). NULL means the documented default, so defaults can evolve.
     sa.Column("default_model", sa.String(200), nullable=True),
     sa.Column("instructions", sa.Text, nullable=True),

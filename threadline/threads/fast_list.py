@@ -33,6 +33,7 @@ from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage, CursorParams, cursor_params, cut_page, fetch_cursor_page
 from threadline.kit.plain_query import PlainQuery
 from threadline.kit.services import ServicesOf
+from threadline.kit.statements import JsonTextEquals
 from threadline.threads.schemas import ThreadOut
 from threadline.threads.tables import threads
 
@@ -41,13 +42,22 @@ from threadline.threads.tables import threads
 router = APIRouter(prefix="/v1/threads", tags=["threads"])
 
 LIST_OPERATION = "threads.list"
+# ``metadata[KEY]=VALUE``, declared as OpenAPI's deepObject so that generated requests (schemathesis) try
+# keys of every kind, quotes, dots and brackets included, as clients may send them.
 METADATA_FILTER = {
-    "name": "metadata[key]",
+    "name": "metadata",
     "in": "query",
     "required": False,
-    "description": "Only threads whose metadata has this value at this key; several keys must all match.",
-    "schema": {"type": "string"},
-    "style": "form",
+    "description": "`metadata[KEY]=VALUE`: only threads whose metadata has this value at this key; several "
+    "keys must all match. Any key a thread may hold (1 to 64 characters) can be filtered on.",
+    "schema": {
+        "type": "object",
+        "maxProperties": MAX_KEYS,
+        "propertyNames": {"minLength": 1, "maxLength": MAX_KEY_CHARS},
+        "additionalProperties": {"type": "string", "maxLength": MAX_VALUE_CHARS},
+    },
+    "style": "deepObject",
+    "explode": True,
 }
 
 
@@ -160,7 +170,7 @@ async def filtered_page(
     the keys, so it goes through SQLAlchemy: rows hold decoded values, which ``page_json`` accepts too)."""
     query = sa.select(*_STORED_COLUMNS).where(threads.c.organization_id == organization_id)
     for key, value in metadata.items():
-        query = query.where(threads.c.meta[key].as_string() == value)
+        query = query.where(JsonTextEquals(threads.c.meta, key, value))
     rows, next_cursor = await fetch_cursor_page(conn, query, threads.c.id, params)
     return [StoredThread._make(row) for row in rows], next_cursor
 

@@ -17,6 +17,7 @@ from threadline.automations.describe import describe_cooldown, describe_trigger
 from threadline.automations.repository import Automation
 from threadline.automations.triggers import LogTriggers
 from threadline.billing.prices import Prices
+from threadline.config import Settings
 from threadline.dashboard.pages.automation_form import AutomationForm, timezones
 from threadline.dashboard.sessions import Viewer
 from threadline.dashboard.web import ViewerDep, is_htmx, render
@@ -34,6 +35,7 @@ from threadline.telemetry.schemas import LEVELS
 class AutomationPageServices(Protocol):
     """What the automations pages read from the process's services."""
 
+    settings: Settings
     db: Database
     clock: Clock
     log_triggers: LogTriggers
@@ -154,6 +156,7 @@ async def run_now(request: Request, automation_id: str, viewer: ViewerDep, servi
                 viewer.organization_id,
                 automation_id,
                 now=services.clock.now(),
+                settings=services.settings,
             )
     except ApiError as error:
         if error.status_code == 404:
@@ -192,7 +195,12 @@ async def _save(
                 now, changed = services.clock.now(), services.log_triggers.changed
                 if automation is None:
                     saved = await service.create_automation(
-                        conn, viewer.organization_id, body, now=now, changed=changed
+                        conn,
+                        viewer.organization_id,
+                        body,
+                        now=now,
+                        changed=changed,
+                        settings=services.settings,
                     )
                 else:
                     changes = {name: getattr(body, name) for name in ("name", "enabled", "trigger", "action")}
