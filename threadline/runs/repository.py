@@ -81,25 +81,22 @@ class RunRepository:
         self._organization_id = organization_id
 
     async def insert(self, run: Run) -> None:
-        await self._conn.execute(
-            runs.insert().values(
-                id=run.id,
-                organization_id=self._organization_id,
-                thread_id=run.thread_id,
-                status=run.status,
-                model=run.model,
-                instructions=run.instructions,
-                automation_id=run.automation_id,
-                meta=run.metadata,
-                created_at=run.created_at,
-            )
-        )
+        row = {
+            "id": run.id,
+            "organization_id": self._organization_id,
+            "thread_id": run.thread_id,
+            "status": run.status,
+            "model": run.model,
+            "instructions": run.instructions,
+            "automation_id": run.automation_id,
+            "meta": run.metadata,
+            "created_at": run.created_at,
+        }
+        await self._conn.execute(_INSERT, row)
 
     async def get(self, run_id: str) -> Run | None:
-        query = sa.select(*_COLUMNS).where(
-            runs.c.id == run_id, runs.c.organization_id == self._organization_id
-        )
-        row = (await self._conn.execute(query)).mappings().first()
+        bound = {"run_id": run_id, "organization_id": self._organization_id}
+        row = (await self._conn.execute(_GET_OF_ORGANIZATION, bound)).mappings().first()
         return from_row(row) if row else None
 
     async def page_of_thread(self, thread_id: str, params: CursorParams) -> tuple[Sequence[Run], str | None]:
@@ -147,16 +144,8 @@ class RunRepository:
         return [from_row(row._mapping) for row in rows], next_cursor
 
     async def active_of_thread(self, thread_id: str) -> list[Run]:
-        query = (
-            sa.select(*_COLUMNS)
-            .where(
-                runs.c.thread_id == thread_id,
-                runs.c.organization_id == self._organization_id,
-                runs.c.status.in_(ACTIVE),
-            )
-            .order_by(runs.c.id)
-        )
-        return [from_row(row) for row in (await self._conn.execute(query)).mappings()]
+        bound = {"thread_id": thread_id, "organization_id": self._organization_id}
+        return [from_row(row) for row in (await self._conn.execute(_ACTIVE_OF_THREAD, bound)).mappings()]
 
     async def latest_of_thread(self, thread_id: str) -> Run | None:
         query = (
@@ -169,7 +158,36 @@ class RunRepository:
         return from_row(row) if row else None
 
 
-# Built once: the hot statement of an executing run (one per burst of events), bound per call.
+# Built once, bound per call: the statements on the path from a run's creation to its first event and
+# those of an executing run (one per burst of events). Built per call, each cost more CPU than it took to
+# run on SQLite (profile of 2026-11-26, bench/HISTORY.md).
+_INSERT = runs.insert()
+_GET_OF_ORGANIZATION = sa.select(*_COLUMNS).where(
+    runs.c.id == sa.bindparam("run_id"), runs.c.organization_id == sa.bindparam("organization_id")
+)
+_GET = sa.select(*_COLUMNS).where(runs.c.id == sa.bindparam("run_id"))
+_GET_FOR_UPDATE = _GET.with_for_update()
+_ACTIVE_OF_THREAD = (
+    sa.select(*_COLUMNS)
+    .where(
+        runs.c.thread_id == sa.bindparam("thread_id"),
+        runs.c.organization_id == sa.bindparam("organization_id"),
+        runs.c.status.in_(ACTIVE),
+    )
+    .order_by(runs.c.id)
+)
+# The thread's active run: the running one, else the oldest queued one.
+_REFRESH_ACTIVE_RUN = (
+    threads.update()
+    .where(threads.c.id == sa.bindparam("thread_id"))
+    .values(
+        active_run_id=sa.select(runs.c.id)
+        .where(runs.c.thread_id == sa.bindparam("thread_id"), runs.c.status.in_(ACTIVE))
+        .order_by(sa.case((runs.c.status == "running", 0), else_=1), runs.c.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+)
 _ADVANCE = (
     runs.update()
     .where(
@@ -272,10 +290,8 @@ class RunsAcrossOrganizations:
         self._conn = conn
 
     async def get(self, run_id: str, *, for_update: bool = False) -> Run | None:
-        query = sa.select(*_COLUMNS).where(runs.c.id == run_id)
-        if for_update:
-            query = query.with_for_update()
-        row = (await self._conn.execute(query)).mappings().first()
+        query = _GET_FOR_UPDATE if for_update else _GET
+        row = (await self._conn.execute(query, {"run_id": run_id})).mappings().first()
         return from_row(row) if row else None
 
     async def refresh_active_run(self, thread_id: str) -> None:
@@ -283,16 +299,7 @@ class RunsAcrossOrganizations:
 
         Called in every transaction that changes a run's status, after locking the thread row, so two
         transactions never write it from different views of the runs."""
-        active = (
-            sa.select(runs.c.id)
-            .where(runs.c.thread_id == thread_id, runs.c.status.in_(ACTIVE))
-            .order_by(sa.case((runs.c.status == "running", 0), else_=1), runs.c.id)
-            .limit(1)
-            .scalar_subquery()
-        )
-        await self._conn.execute(
-            threads.update().where(threads.c.id == thread_id).values(active_run_id=active)
-        )
+        await self._conn.execute(_REFRESH_ACTIVE_RUN, {"thread_id": thread_id})
 
     async def set_status(
         self,
