@@ -4,9 +4,11 @@ PostgreSQL runs on SQLAlchemy's asyncio engine (asyncpg). SQLite runs on SQLAlch
 from the event loop through a thin async facade: an indexed SQLite statement takes tens of microseconds,
 less than the machinery of the asyncio adapter around it (greenlets, a thread round trip per DBAPI call;
 measured: a transaction with nothing in it cost 200 us that way, 40 us this way). What can wait runs on a
-worker thread instead: ``BEGIN IMMEDIATE`` (it may wait for another process's write lock), the commit of a
-write (it waits for the disk), and every statement of a ``long`` transaction (full-text search; SQLite
-releases the GIL while it works, so it runs beside the loop).
+worker thread instead: ``BEGIN IMMEDIATE`` when another process holds the write lock (taken on the loop
+when it is free, as it nearly always is), the commit of a transaction that wrote (it waits for the disk),
+and every statement of a ``long`` transaction (full-text search; SQLite releases the GIL while it works,
+so it runs beside the loop). Each trip to a thread is a round trip through the loop, which on a loaded
+machine costs more than the statements: a run's first event paid four of them before 2026-11-26.
 
 SQLite also needs WAL and durability pragmas on every connection, and write transactions that take the
 write lock up front (``BEGIN IMMEDIATE``): a deferred transaction that reads and then writes can fail with
@@ -46,6 +48,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 _WRITE_OPTION = "threadline_write"
 _AFTER_COMMIT = "threadline_after_commit"
+_BEGUN = "threadline_begun"  # SQLite: BEGIN IMMEDIATE already sent on the driver (``_sqlite_transaction``)
 AfterCommit = Callable[[], Awaitable[None]]
 
 
@@ -237,23 +240,32 @@ class Database:
         async with queue, self._slots:
             connection = self._sync_engine.connect()
             try:
-                if write:
+                driver: Any = connection.connection.dbapi_connection
+                if not write:
+                    transaction = connection.begin()
+                elif sqlite.begin_immediate_now(driver):
+                    connection = connection.execution_options(**{_WRITE_OPTION: True})
+                    connection.info[_BEGUN] = True  # the begin hook emits nothing
+                    transaction = connection.begin()
+                else:  # another process writes: wait for its lock off the loop
                     connection = connection.execution_options(**{_WRITE_OPTION: True})
                     transaction = await _in_thread(connection.begin)
-                else:
-                    transaction = connection.begin()
+                changes = driver.total_changes
                 connection.info[_AFTER_COMMIT] = callbacks
                 try:
                     yield _SqliteConnection(connection, long)
                 except BaseException:
                     transaction.rollback()
                     raise
-                if write:
+                # A commit that writes waits for the disk, off the loop. One that changed no row (a claim
+                # that found nothing to claim) only releases the lock: no thread round trip for it.
+                if driver.total_changes != changes:
                     await _in_thread(transaction.commit)
                 else:
                     transaction.commit()
             finally:
                 connection.info.pop(_AFTER_COMMIT, None)
+                connection.info.pop(_BEGUN, None)
                 connection.close()
 
     async def read(self, query: PlainQuery, parameters: Mapping[str, Any]) -> list[Any]:
@@ -350,6 +362,8 @@ def _install_sqlite_hooks(engine: Engine) -> None:
     def _on_begin(conn: Connection) -> None:
         # Straight to the driver: through SQLAlchemy's execution machinery this one statement measured
         # 70 us, most of a short read transaction (the driver alone: 2 us).
+        if conn.info.pop(_BEGUN, False):
+            return
         write = conn.get_execution_options().get(_WRITE_OPTION, False)
         dbapi_connection = conn.connection.dbapi_connection
         assert dbapi_connection is not None

@@ -75,6 +75,18 @@ def data_of(frame_: bytes) -> str:
     return frame_[frame_.index(b"\ndata: ") + 7 : -2].decode()
 
 
+# Built once, bound per call: every stream's first read (and each read after a missed announcement).
+_AFTER = (
+    sa.select(run_events.c.seq, run_events.c.type, run_events.c.data, run_events.c.created_at)
+    .where(
+        run_events.c.run_id == sa.bindparam("run_id"),
+        run_events.c.organization_id == sa.bindparam("organization_id"),
+        run_events.c.seq > sa.bindparam("seq", type_=sa.Integer),
+    )
+    .order_by(run_events.c.seq)
+)
+
+
 class EventRepository:
     """The stored events of one organization's runs."""
 
@@ -103,16 +115,9 @@ class EventRepository:
         )
 
     async def after(self, run_id: str, seq: int) -> list[Event]:
-        query = (
-            sa.select(run_events.c.seq, run_events.c.type, run_events.c.data, run_events.c.created_at)
-            .where(
-                run_events.c.run_id == run_id,
-                run_events.c.organization_id == self._organization_id,
-                run_events.c.seq > seq,
-            )
-            .order_by(run_events.c.seq)
-        )
-        return [Event(row.seq, row.type, row.data, row.created_at) for row in await self._conn.execute(query)]
+        bound = {"run_id": run_id, "organization_id": self._organization_id, "seq": seq}
+        rows = await self._conn.execute(_AFTER, bound)
+        return [Event(row.seq, row.type, row.data, row.created_at) for row in rows]
 
     async def of_types(self, run_id: str, types: Sequence[str]) -> list[Event]:
         """The run's events of these types, in order (the run's end reads what its messages said)."""

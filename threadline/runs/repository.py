@@ -81,28 +81,24 @@ class RunRepository:
         self._organization_id = organization_id
 
     async def insert(self, run: Run) -> None:
-        await self._conn.execute(
-            runs.insert().values(
-                id=run.id,
-                organization_id=self._organization_id,
-                thread_id=run.thread_id,
-                status=run.status,
-                model=run.model,
-                instructions=run.instructions,
-                automation_id=run.automation_id,
-                meta=run.metadata,
-                created_at=run.created_at,
-            )
-        )
+        row = {
+            "id": run.id,
+            "organization_id": self._organization_id,
+            "thread_id": run.thread_id,
+            "status": run.status,
+            "model": run.model,
+            "instructions": run.instructions,
+            "automation_id": run.automation_id,
+            "meta": run.metadata,
+            "created_at": run.created_at,
+        }
+        await self._conn.execute(_INSERT, row)
 
     async def get(self, run_id: str, *, for_update: bool = False) -> Run | None:
         """``for_update``: row-locked for the rest of the transaction (a cancel, an interrupt, a deletion)."""
-        query = sa.select(*_COLUMNS).where(
-            runs.c.id == run_id, runs.c.organization_id == self._organization_id
-        )
-        if for_update:
-            query = query.with_for_update()
-        row = (await self._conn.execute(query)).mappings().first()
+        bound = {"run_id": run_id, "organization_id": self._organization_id}
+        query = _GET_OF_ORGANIZATION_FOR_UPDATE if for_update else _GET_OF_ORGANIZATION
+        row = (await self._conn.execute(query, bound)).mappings().first()
         return from_row(row) if row else None
 
     async def page_of_thread(self, thread_id: str, params: CursorParams) -> tuple[Sequence[Run], str | None]:
@@ -150,16 +146,8 @@ class RunRepository:
         return [from_row(row._mapping) for row in rows], next_cursor
 
     async def active_of_thread(self, thread_id: str) -> list[Run]:
-        query = (
-            sa.select(*_COLUMNS)
-            .where(
-                runs.c.thread_id == thread_id,
-                runs.c.organization_id == self._organization_id,
-                runs.c.status.in_(ACTIVE),
-            )
-            .order_by(runs.c.id)
-        )
-        return [from_row(row) for row in (await self._conn.execute(query)).mappings()]
+        bound = {"thread_id": thread_id, "organization_id": self._organization_id}
+        return [from_row(row) for row in (await self._conn.execute(_ACTIVE_OF_THREAD, bound)).mappings()]
 
     async def latest_of_thread(self, thread_id: str) -> Run | None:
         query = (
@@ -172,7 +160,37 @@ class RunRepository:
         return from_row(row) if row else None
 
 
-# Built once: the hot statement of an executing run (one per burst of events), bound per call.
+# Built once, bound per call: the statements on the path from a run's creation to its first event and
+# those of an executing run (one per burst of events). Built per call, each cost more CPU than it took to
+# run on SQLite (profile of 2026-11-26, bench/HISTORY.md).
+_INSERT = runs.insert()
+_GET_OF_ORGANIZATION = sa.select(*_COLUMNS).where(
+    runs.c.id == sa.bindparam("run_id"), runs.c.organization_id == sa.bindparam("organization_id")
+)
+_GET_OF_ORGANIZATION_FOR_UPDATE = _GET_OF_ORGANIZATION.with_for_update()
+_GET = sa.select(*_COLUMNS).where(runs.c.id == sa.bindparam("run_id"))
+_GET_FOR_UPDATE = _GET.with_for_update()
+_ACTIVE_OF_THREAD = (
+    sa.select(*_COLUMNS)
+    .where(
+        runs.c.thread_id == sa.bindparam("thread_id"),
+        runs.c.organization_id == sa.bindparam("organization_id"),
+        runs.c.status.in_(ACTIVE),
+    )
+    .order_by(runs.c.id)
+)
+# The thread's active run: the running one, else the oldest queued one.
+_REFRESH_ACTIVE_RUN = (
+    threads.update()
+    .where(threads.c.id == sa.bindparam("thread_id"))
+    .values(
+        active_run_id=sa.select(runs.c.id)
+        .where(runs.c.thread_id == sa.bindparam("thread_id"), runs.c.status.in_(ACTIVE))
+        .order_by(sa.case((runs.c.status == "running", 0), else_=1), runs.c.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+)
 _ADVANCE = (
     runs.update()
     .where(
@@ -189,13 +207,17 @@ _ADVANCE = (
 )
 
 
-def _candidate(default_concurrency: int, passed: Collection[str]) -> sa.Select[str, str]:
+def _candidate(*, passing: bool) -> sa.Select[str, str]:
     """The claimable queued run (see ``RunsAcrossOrganizations.claim_next``) and its organization, locked,
-    skipping runs another claimer holds and the organizations in ``passed``.
+    skipping runs another claimer holds and, with ``passing``, the organizations bound as ``passed``.
 
     Shaped for PostgreSQL's planner, as the fair order forbids stopping at the first claimable run: the
     organizations at their cap are left out while queued runs are read (a hashed ``NOT IN``), before the
-    thread check, and that check reads only active runs, never the table's history."""
+    thread check, and that check reads only active runs, never the table's history.
+
+    Built once at import, its values bound per call (``default_concurrency``, ``passed``): building it per
+    claim (two aliases of ``runs``, a subquery, a join) cost more CPU than running it, on the event loop,
+    between a run's creation and its ``run_started`` (profile of 2026-11-26, bench/HISTORY.md)."""
     other = runs.alias("other")
     blocked = (
         sa.select(other.c.id)
@@ -217,7 +239,7 @@ def _candidate(default_concurrency: int, passed: Collection[str]) -> sa.Select[s
     full = (
         sa.select(running.c.organization_id)
         .join(organizations, organizations.c.id == running.c.organization_id)
-        .where(running.c.n >= sa.func.coalesce(organizations.c.run_concurrency, default_concurrency))
+        .where(running.c.n >= sa.func.coalesce(organizations.c.run_concurrency, _DEFAULT_CONCURRENCY))
     )
     count = sa.func.coalesce(running.c.n, 0)
     query = (
@@ -228,9 +250,38 @@ def _candidate(default_concurrency: int, passed: Collection[str]) -> sa.Select[s
         .limit(1)
         .with_for_update(of=runs, skip_locked=True)
     )
-    if passed:
-        query = query.where(runs.c.organization_id.not_in(list(passed)))
+    if passing:
+        query = query.where(runs.c.organization_id.not_in(sa.bindparam("passed", expanding=True)))
     return query
+
+
+_DEFAULT_CONCURRENCY = sa.bindparam("default_concurrency", type_=sa.Integer)
+_CANDIDATE = _candidate(passing=False)
+_CANDIDATE_PASSING = _candidate(passing=True)
+# The organization's cap, its row locked (see ``claim_next``), then its running runs counted.
+_LIMIT = (
+    sa.select(sa.func.coalesce(organizations.c.run_concurrency, _DEFAULT_CONCURRENCY))
+    .where(organizations.c.id == sa.bindparam("organization_id"))
+    .with_for_update(key_share=True, skip_locked=True)
+)
+_RUNNING = sa.select(sa.func.count()).where(
+    runs.c.organization_id == sa.bindparam("organization_id"), runs.c.status == "running"
+)
+# One UPDATE, numbering the run_started event too: on PostgreSQL a second UPDATE of a row this transaction
+# already updated re-checks its foreign keys, share-locking the thread's row while holding the run's, the
+# reverse of a cancel's order (measured: a deadlock with interrupt). It returns the run, so no read follows.
+_START = (
+    runs.update()
+    .where(runs.c.id == sa.bindparam("run_id"))
+    .values(
+        status="running",
+        started_at=sa.bindparam("started_at", type_=runs.c.started_at.type),
+        lease_owner=sa.bindparam("lease_owner", type_=runs.c.lease_owner.type),
+        lease_expires_at=sa.bindparam("lease_expires_at", type_=runs.c.lease_expires_at.type),
+        event_count=runs.c.event_count + 1,
+    )
+    .returning(*_COLUMNS)
+)
 
 
 class RunsAcrossOrganizations:
@@ -242,10 +293,8 @@ class RunsAcrossOrganizations:
         self._conn = conn
 
     async def get(self, run_id: str, *, for_update: bool = False) -> Run | None:
-        query = sa.select(*_COLUMNS).where(runs.c.id == run_id)
-        if for_update:
-            query = query.with_for_update()
-        row = (await self._conn.execute(query)).mappings().first()
+        query = _GET_FOR_UPDATE if for_update else _GET
+        row = (await self._conn.execute(query, {"run_id": run_id})).mappings().first()
         return from_row(row) if row else None
 
     async def refresh_active_run(self, thread_id: str) -> None:
@@ -253,16 +302,7 @@ class RunsAcrossOrganizations:
 
         Called in every transaction that changes a run's status, after locking the thread row, so two
         transactions never write it from different views of the runs."""
-        active = (
-            sa.select(runs.c.id)
-            .where(runs.c.thread_id == thread_id, runs.c.status.in_(ACTIVE))
-            .order_by(sa.case((runs.c.status == "running", 0), else_=1), runs.c.id)
-            .limit(1)
-            .scalar_subquery()
-        )
-        await self._conn.execute(
-            threads.update().where(threads.c.id == thread_id).values(active_run_id=active)
-        )
+        await self._conn.execute(_REFRESH_ACTIVE_RUN, {"thread_id": thread_id})
 
     async def set_status(
         self,
@@ -324,45 +364,28 @@ class RunsAcrossOrganizations:
         locks are not needed (SQLAlchemy leaves them out) and the first choice always stands."""
         passed: set[str] = set()
         while True:
-            picked = (await self._conn.execute(_candidate(default_concurrency, passed))).mappings().first()
+            bound: dict[str, object] = {"default_concurrency": default_concurrency}
+            if passed:
+                bound["passed"] = sorted(passed)
+            result = await self._conn.execute(_CANDIDATE_PASSING if passed else _CANDIDATE, bound)
+            picked = result.mappings().first()
             if picked is None:
                 return None
             run_id, organization_id = picked["id"], picked["organization_id"]
             if await self._has_room(organization_id, default_concurrency):
                 break
             passed.add(organization_id)
-        # One UPDATE, numbering the run_started event too: on PostgreSQL a second UPDATE of a row this
-        # transaction already updated re-checks its foreign keys, share-locking the thread's row while holding
-        # the run's, the reverse of a cancel's order (measured: a deadlock with interrupt).
-        await self._conn.execute(
-            runs.update()
-            .where(runs.c.id == run_id)
-            .values(
-                status="running",
-                started_at=now,
-                lease_owner=owner,
-                lease_expires_at=lease_until,
-                event_count=runs.c.event_count + 1,
-            )
-        )
-        return await self.get(run_id)
+        start = {"run_id": run_id, "started_at": now, "lease_owner": owner, "lease_expires_at": lease_until}
+        return from_row((await self._conn.execute(_START, start)).mappings().one())
 
     async def _has_room(self, organization_id: str, default_concurrency: int) -> bool:
         """Whether the organization may start one more run, counted under its row's lock (see
         ``claim_next``); False also when another claimer holds that lock."""
-        limit: int | None = (
-            await self._conn.execute(
-                sa.select(sa.func.coalesce(organizations.c.run_concurrency, default_concurrency))
-                .where(organizations.c.id == organization_id)
-                .with_for_update(key_share=True, skip_locked=True)
-            )
-        ).scalar_one_or_none()
+        bound = {"organization_id": organization_id, "default_concurrency": default_concurrency}
+        limit: int | None = (await self._conn.execute(_LIMIT, bound)).scalar_one_or_none()
         if limit is None:
             return False
-        running = sa.select(sa.func.count()).where(
-            runs.c.organization_id == organization_id, runs.c.status == "running"
-        )
-        return int((await self._conn.execute(running)).scalar_one()) < limit
+        return int((await self._conn.execute(_RUNNING, bound)).scalar_one()) < limit
 
     async def renew_leases(self, owner: str, run_ids: Collection[str], until: datetime) -> set[str]:
         """Extends ``owner``'s leases on ``run_ids`` (the runs it has a live task for: a run held without one,

@@ -71,10 +71,8 @@ class ThreadRepository:
         return counted, counted >= cap
 
     async def get(self, thread_id: str, *, for_update: bool = False) -> Thread | None:
-        query = sa.select(*_COLUMNS).where(self._where(thread_id))
-        if for_update:
-            query = query.with_for_update()
-        row = (await self._conn.execute(query)).mappings().first()
+        bound = {"thread": thread_id, "organization": self._organization_id}
+        row = (await self._conn.execute(_GET_FOR_UPDATE if for_update else _GET, bound)).mappings().first()
         return from_row(row) if row else None
 
     async def update(
@@ -90,11 +88,8 @@ class ThreadRepository:
 
     async def record_message(self, thread_id: str, at: datetime) -> bool:
         """One more message: counted in the database (concurrent writers never lose one)."""
-        result = await self._conn.execute(
-            threads.update()
-            .where(self._where(thread_id))
-            .values(message_count=threads.c.message_count + 1, updated_at=_later(at))
-        )
+        bound = {"thread": thread_id, "organization": self._organization_id, "at": at}
+        result = await self._conn.execute(_RECORD_MESSAGE, bound)
         return result.rowcount == 1
 
     async def delete(self, thread_id: str) -> None:
@@ -120,7 +115,23 @@ def _new_row(thread: Thread, organization_id: str) -> dict[str, object]:
     }
 
 
-def _later(at: datetime) -> sa.ColumnElement[datetime]:
+def _later(at: datetime | sa.BindParameter[datetime]) -> sa.ColumnElement[datetime]:
     """``updated_at`` never moves backwards, whichever of two concurrent writers commits last."""
-    stamp = sa.literal(at, type_=UtcDateTime())
+    stamp = at if isinstance(at, sa.BindParameter) else sa.literal(at, type_=UtcDateTime())
     return sa.case((threads.c.updated_at < stamp, stamp), else_=threads.c.updated_at)
+
+
+# Built once, bound per call: the statements of every run's creation (and every message's append).
+_OF_ORGANIZATION = sa.and_(
+    threads.c.id == sa.bindparam("thread"), threads.c.organization_id == sa.bindparam("organization")
+)
+_GET = sa.select(*_COLUMNS).where(_OF_ORGANIZATION)
+_GET_FOR_UPDATE = _GET.with_for_update()
+_RECORD_MESSAGE = (
+    threads.update()
+    .where(_OF_ORGANIZATION)
+    .values(
+        message_count=threads.c.message_count + 1,
+        updated_at=_later(sa.bindparam("at", type_=UtcDateTime())),
+    )
+)
