@@ -54,7 +54,33 @@ def _from_row(row: sa.RowMapping) -> Automation:
     )
 
 
-class AutomationRepository:
+class _Firings:
+    """A firing's marks, written the same way whichever repository the firing goes through (a request's
+    ``POST …/trigger`` through ``AutomationRepository``, the scheduler's through the other)."""
+
+    __slots__ = ()
+    _conn: Conn
+
+    def _one_row(self, automation_id: str) -> sa.ColumnElement[bool]:
+        raise NotImplementedError
+
+    async def record_firing(
+        self,
+        automation_id: str,
+        *,
+        at: datetime,
+        next_run_at: datetime | None,
+        error: Mapping[str, str] | None,
+    ) -> None:
+        """Left by the firing's own transaction (not an edit: ``updated_at`` stays)."""
+        await self._conn.execute(
+            automations.update()
+            .where(self._one_row(automation_id))
+            .values(last_triggered_at=at, next_run_at=next_run_at, last_error=dict(error) if error else None)
+        )
+
+
+class AutomationRepository(_Firings):
     """The automations of one organization: what an API request reads and writes."""
 
     __slots__ = ("_conn", "_organization_id")
@@ -133,22 +159,13 @@ class AutomationRepository:
             )
         )
 
-    async def record_firing(
-        self,
-        automation_id: str,
-        *,
-        at: datetime,
-        next_run_at: datetime | None,
-        error: Mapping[str, str] | None,
-    ) -> None:
-        """As ``AutomationsAcrossOrganizations.record_firing``, for a firing a request made."""
-        where = sa.and_(
+    def _one_row(self, automation_id: str) -> sa.ColumnElement[bool]:
+        return sa.and_(
             automations.c.id == automation_id, automations.c.organization_id == self._organization_id
         )
-        await _record_firing(self._conn, where, at, next_run_at, error)
 
 
-class AutomationsAcrossOrganizations:
+class AutomationsAcrossOrganizations(_Firings):
     """Automations named by id alone, or all that are due, whichever organization holds them: the
     scheduler's and the log matcher's reads (they serve every organization), and the writes of their firings.
     A request writes through ``AutomationRepository``."""
@@ -164,16 +181,8 @@ class AutomationsAcrossOrganizations:
         first wrote."""
         return await _one(self._conn, sa.select(automations).where(automations.c.id == automation_id), lock)
 
-    async def record_firing(
-        self,
-        automation_id: str,
-        *,
-        at: datetime,
-        next_run_at: datetime | None,
-        error: Mapping[str, str] | None,
-    ) -> None:
-        """A firing's marks, left by the firing's own transaction (not an edit: ``updated_at`` stays)."""
-        await _record_firing(self._conn, automations.c.id == automation_id, at, next_run_at, error)
+    def _one_row(self, automation_id: str) -> sa.ColumnElement[bool]:
+        return automations.c.id == automation_id
 
     async def due(self, now: datetime, limit: int) -> list[str]:
         """Enabled schedules whose time has come, round robin across organizations: every organization's
@@ -234,17 +243,3 @@ def owe_firings(
     caller's transaction, the log writer's: a plain connection, since it runs on the writer's thread. An
     automation already owed one keeps it (``insert_or_ignore``: the database's, from the composition root)."""
     connection.execute(insert_or_ignore(automation_firings, ["automation_id"]), list(firings))
-
-
-async def _record_firing(
-    conn: Conn,
-    where: sa.ColumnElement[bool],
-    at: datetime,
-    next_run_at: datetime | None,
-    error: Mapping[str, str] | None,
-) -> None:
-    await conn.execute(
-        automations.update()
-        .where(where)
-        .values(last_triggered_at=at, next_run_at=next_run_at, last_error=dict(error) if error else None)
-    )
