@@ -194,9 +194,12 @@ class WorkerProcess:
 
 
 @contextmanager
-def running_worker(env: dict[str, str], startup_timeout: float = 60) -> Iterator[WorkerProcess]:
-    """``threadline worker``, waited for until it says it executes runs."""
-    with _spawned(["worker"], env, lambda log: "executing runs" in log(), startup_timeout) as (process, log):
+def running_worker(env: dict[str, str], *extra: str, startup_timeout: float = 60) -> Iterator[WorkerProcess]:
+    """``threadline worker`` (with ``extra`` options), waited for until it says it executes runs."""
+    with _spawned(["worker", *extra], env, lambda log: "executing runs" in log(), startup_timeout) as (
+        process,
+        log,
+    ):
         yield WorkerProcess(process, log)
 
 

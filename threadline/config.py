@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     keep_alive_seconds: int = Field(5, ge=1, le=300)
     max_connections: int = Field(20_000, ge=1)
     access_log: bool = False
+    # Prometheus metrics (``kit.metrics``): ``GET /metrics`` on the API's port and on a worker's
+    # ``--metrics-port``. With a token set, a scrape must send ``Authorization: Bearer <token>``.
+    metrics: bool = True
+    metrics_token: SecretStr | None = None
     log_level: str = "info"
     # Where SQLite's log appends run: "process", a process of the server's own on another core
     # (``telemetry.log_store``; requests with records a log trigger matched still append in the server);
@@ -97,7 +101,7 @@ class Settings(BaseSettings):
     # time, plus the firing's own transaction).
     scheduler_interval_seconds: float = Field(1.0, gt=0, le=5)
 
-    @field_validator("database_url", "redis_url", mode="before")
+    @field_validator("database_url", "redis_url", "metrics_token", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         """``THREADLINE_REDIS_URL=`` in a shell or compose file means "not set", not "an empty URL"."""

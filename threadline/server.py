@@ -191,3 +191,9 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
         if not all(started):
             raise ServeError("a listener could not start (see the log above); nothing is being served")
         logger.info("stopped")
+
+
+def side_server(app: object, listener: Listener, settings: Settings, announce: list[str]) -> _Server:
+    """A server for a port besides the API's and the intake's (a worker's ``--metrics-port``): the same
+    protocol limits, and no signal handling of its own (its process stops it)."""
+    return _Server(_config(app, listener, settings), announce)

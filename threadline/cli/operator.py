@@ -220,9 +220,16 @@ def serve_intake(
     _serve(host, None, port, "--port")
 
 
-def worker() -> None:
+def worker(
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="Answer GET /metrics (Prometheus) on this port.", min=1, max=65535),
+    ] = None,
+    metrics_host: Annotated[str, typer.Option(help="Interface the metrics port listens on.")] = "127.0.0.1",
+) -> None:
     """Execute queued runs until SIGTERM or Ctrl-C (the distributed shape: PostgreSQL and Redis)."""
     from threadline.kit.logging import configure_logging
+    from threadline.server import Listener, ServeError
     from threadline.worker import work
 
     settings = _settings(redis=True)
@@ -230,7 +237,11 @@ def worker() -> None:
     _check_schema(settings)
     import uvloop
 
-    uvloop.run(work(settings))
+    metrics = Listener(metrics_host, metrics_port, "--metrics-port") if metrics_port is not None else None
+    try:
+        uvloop.run(work(settings, metrics=metrics))
+    except ServeError as error:
+        fail(str(error))
 
 
 def create_org(

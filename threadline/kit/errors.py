@@ -25,6 +25,8 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import Scope
 
+from threadline.kit.metrics import dependency_failed
+
 UNKNOWN_OPERATION = "unknown"
 
 
@@ -169,6 +171,7 @@ class InternalError(ApiError):
 
 def error_response(error: ApiError, operation_id: str, request_id: str | None) -> Response:
     """The single writer of the error envelope (handlers and middleware both end here)."""
+    counted(error)
     content = json.dumps(error.body(operation_id, request_id), separators=(",", ":"), ensure_ascii=False)
     return Response(
         content.encode(),
@@ -176,6 +179,13 @@ def error_response(error: ApiError, operation_id: str, request_id: str | None) -
         headers=error.headers,
         media_type="application/json",
     )
+
+
+def counted(error: ApiError) -> None:
+    """Every error answered passes here (the envelope, and the intake's OTLP protobuf form): a 503 for a
+    dependency that is down is counted by dependency (``kit.metrics``)."""
+    if error.status == 503 and error.reason is Reason.DEPENDENCY_DOWN:
+        dependency_failed(error.__cause__)
 
 
 REQUEST_ID_SCOPE_KEY = "threadline.request_id"
