@@ -1,0 +1,62 @@
+"""Time divided into equal buckets for the dashboard's charts, counted by the database in one aggregate query.
+
+Every table charted (log records, runs, ledger entries) has a time-ordered id, so "which bucket" is a
+comparison of the id with each bucket's smallest id (``kit.ids.floor_id``): one ``CASE`` that means the
+same in SQLite and PostgreSQL, over the rows the id's index already selects, with no per-dialect date
+arithmetic. Steps are round (a minute, five, ..., a day) and aligned to UTC, so a chart's bars start on
+the hour and two charts of one window line up.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import sqlalchemy as sa
+
+from threadline.kit.ids import floor_id
+
+_STEPS = tuple(
+    timedelta(minutes=minutes)
+    for minutes in (1, 5, 15, 30, 60, 3 * 60, 6 * 60, 12 * 60, 24 * 60, 7 * 24 * 60, 30 * 24 * 60)
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class TimeBuckets:
+    start: datetime
+    step: timedelta
+    count: int
+
+    @classmethod
+    def covering(cls, start: datetime, end: datetime, most: int = 48) -> TimeBuckets:
+        """The roundest step that covers ``start``..``end`` in at most ``most`` buckets (the longest step
+        when none does), the first bucket starting at or before ``start``."""
+        span = max(end - start, timedelta(minutes=1))
+        step = next((step for step in _STEPS if span / step <= most - 1), _STEPS[-1])
+        aligned = _EPOCH + step * math.floor((start - _EPOCH) / step)
+        count = min(most, max(1, math.ceil((end - aligned) / step)))
+        return cls(aligned, step, count)
+
+    @property
+    def end(self) -> datetime:
+        return self.start + self.step * self.count
+
+    def starts(self) -> list[datetime]:
+        return [self.start + self.step * i for i in range(self.count)]
+
+    def floor(self, prefix: str, moment: datetime) -> str:
+        return floor_id(prefix, math.floor(moment.timestamp() * 1000))
+
+    def index_of(self, id_column: sa.ColumnElement[str], prefix: str) -> sa.ColumnElement[int]:
+        """The bucket (0 to count - 1) a row falls in, from its id; rows must be within ``start``..``end``."""
+        if self.count == 1:
+            return sa.literal(0)
+        bounds = [self.floor(prefix, moment) for moment in self.starts()[1:]]
+        return sa.case(*((id_column < bound, i) for i, bound in enumerate(bounds)), else_=len(bounds))
+
+    def range_of(self, id_column: sa.ColumnElement[str], prefix: str) -> list[sa.ColumnElement[bool]]:
+        """The buckets' whole time, as a range of the id."""
+        return [id_column >= self.floor(prefix, self.start), id_column < self.floor(prefix, self.end)]
