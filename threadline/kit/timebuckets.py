@@ -34,11 +34,13 @@ class TimeBuckets:
     def covering(cls, start: datetime, end: datetime, most: int = 48) -> TimeBuckets:
         """The roundest step that covers ``start``..``end`` in at most ``most`` buckets (the longest step
         when none does), the first bucket starting at or before ``start``."""
-        span = max(end - start, timedelta(minutes=1))
-        step = next((step for step in _STEPS if span / step <= most - 1), _STEPS[-1])
-        aligned = _EPOCH + step * math.floor((start - _EPOCH) / step)
-        count = min(most, max(1, math.ceil((end - aligned) / step)))
-        return cls(aligned, step, count)
+        end = max(end, start + timedelta(minutes=1))
+        for step in _STEPS:
+            aligned = _EPOCH + step * math.floor((start - _EPOCH) / step)
+            count = max(1, math.ceil((end - aligned) / step))
+            if count <= most:
+                break
+        return cls(aligned, step, min(count, most))
 
     @property
     def end(self) -> datetime:

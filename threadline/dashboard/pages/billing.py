@@ -48,7 +48,7 @@ async def _credits_chart(conn: Conn, organization_id: str, now: datetime, balanc
     days = TimeBuckets.covering(now - timedelta(days=_CHART_DAYS - 1), now, most=_CHART_DAYS)
     ledger, capped = await ledger_by_bucket(conn, organization_id, days, _CHART_ENTRIES)
     values: list[int | None] = []
-    known = next((d.balance_after - d.added - d.used for d in ledger if d.balance_after is not None), None)
+    known = next((d.balance_after - d.added + d.used for d in ledger if d.balance_after is not None), None)
     for day in ledger:
         known = day.balance_after if day.balance_after is not None else known
         values.append(known)
