@@ -49,6 +49,10 @@ from threadline.telemetry.tail import LogTails
 router = APIRouter()
 
 PAGE_SIZE = 50
+# Records the volume chart counts at most (the newest of its window): half the list's scan window, so the
+# chart costs the page less than its list (measured at 1,000,000 records: 10,000 added 40 ms to the
+# page's p50 on a loaded machine, 5,000 about half that). Beyond it the chart says how far back it counted.
+CHART_WINDOW = SCAN_WINDOW // 2
 # The projects a filter offers and records are named by: one page of them (ids stand in beyond it).
 _PROJECTS_SHOWN = 100
 _FIELDS = ("projectId", "level", "kind", "since", "until", "q")
@@ -196,11 +200,12 @@ async def _volume_chart(conn: Conn, organization_id: str, filters: LogFilters, n
     now when it has no end), per bucket and level: the same selection as the list, counted, not listed."""
     start = filters.since or now - timedelta(days=1)
     buckets = TimeBuckets.covering(start, filters.until or now)
-    counts, oldest = await LogRepository(conn, organization_id).volume_by_level(filters, buckets)
+    logs = LogRepository(conn, organization_id)
+    counts, oldest = await logs.volume_by_level(filters, buckets, CHART_WINDOW)
     note = None
     if oldest is not None:
         note = (
-            f"Counted over the newest {SCAN_WINDOW:,} matching records, back to "
+            f"Counted over the newest {CHART_WINDOW:,} matching records, back to "
             f"{oldest:%b %d %H:%M:%S} UTC: earlier ones are not counted. Narrow the window for all of them."
         )
     window = "the last 24 hours" if filters.since is None else "the filters' window"
