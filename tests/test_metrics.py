@@ -8,7 +8,6 @@ compared before and after the traffic a test drives."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -22,10 +21,8 @@ from tests.runs.helpers import read_stream, start_run, types, wait_for_status
 from tests.support import Tenant, free_port, make_thread, running_server, running_worker
 from threadline.app import create_app
 from threadline.config import Settings
-from threadline.intake_app import create_intake_app
 from threadline.kit.errors import Reason, ServiceUnavailable, error_response
 from threadline.kit.metrics import REGISTRY
-from threadline.runtime import Services
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -49,15 +46,6 @@ async def scrape(client: httpx.AsyncClient, **headers: str) -> str:
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/plain; version=")
     return response.text
-
-
-@pytest.fixture
-async def intake(settings: Settings, services: Services) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_intake_app(settings, services)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://intake") as http:
-            yield http
 
 
 async def test_traffic_is_counted_and_no_label_carries_tenant_data(

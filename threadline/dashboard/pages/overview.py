@@ -69,23 +69,20 @@ async def overview(request: Request, viewer: ViewerDep, services: ServicesDep) -
         async with services.db.transaction(write=False) as conn:
             return await LogRepository(conn, organization_id).newest_of_level("error", since, RECENT)
 
-    async def the_rest() -> tuple[tuple[int, bool], Tally, list[Run], Balance]:
+    hours = TimeBuckets.covering(since, services.clock.now(), most=25)
+
+    async def the_rest() -> tuple[tuple[int, bool], Tally, list[Run], Balance, Activity]:
         async with services.db.transaction(write=False) as conn:
             threads = await ThreadRepository(conn, organization_id).count(COUNT_CAP)
             run_rows = RunRepository(conn, organization_id)
             runs = Tally(RUN_STATUSES, *await run_rows.count_by_status(since, COUNT_CAP))
             recent_runs = await run_rows.newest(RECENT)
             balance = await billing.get_balance(conn, organization_id)
-        return threads, runs, recent_runs, balance
+            hourly = await RunActivity(conn, organization_id).by_bucket(hours, COUNT_CAP)
+        return threads, runs, recent_runs, balance, hourly
 
-    hours = TimeBuckets.covering(since, services.clock.now(), most=25)
-
-    async def activity() -> Activity:
-        async with services.db.transaction(write=False) as conn:
-            return await RunActivity(conn, organization_id).by_bucket(hours, COUNT_CAP)
-
-    logs, errors, ((threads, threads_capped), runs, recent_runs, balance), hourly = await asyncio.gather(
-        tally_logs(), recent_errors(), the_rest(), activity()
+    logs, errors, ((threads, threads_capped), runs, recent_runs, balance, hourly) = await asyncio.gather(
+        tally_logs(), recent_errors(), the_rest()
     )
     note = None
     if hourly.capped:
