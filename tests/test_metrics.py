@@ -18,7 +18,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from tests.conftest import Backend
 from tests.runs.helpers import read_stream, start_run, types, wait_for_status
-from tests.support import Tenant, free_port, make_thread, running_server, running_worker
+from tests.support import Tenant, free_port, make_thread, running_server, running_worker, spawned
 from threadline.app import create_app
 from threadline.config import Settings
 from threadline.kit.errors import Reason, ServiceUnavailable, error_response
@@ -197,3 +197,29 @@ def test_worker_answers_on_its_metrics_port(backend: Backend, settings: Settings
     assert value(found, "threadline_executor_slots") == 3
     assert value(found, "threadline_executor_slots_in_use") == 0
     assert ("threadline_runs", (("status", "queued"),)) in found
+
+
+@pytest.mark.embedded
+def test_serve_intake_answers_on_its_metrics_port(
+    backend: Backend, settings: Settings, tenant: Tenant
+) -> None:
+    """``serve-intake`` has no API port: ``--metrics-port`` gives its counts a place to be read."""
+    intake_port, metrics_port = free_port(), free_port()
+    metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+    args = ["serve-intake", "--port", str(intake_port), "--metrics-port", str(metrics_port)]
+    with httpx.Client(timeout=10) as http:
+
+        def ready(_log: object) -> bool:
+            try:
+                return http.get(metrics_url).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        with spawned(args, backend.env(settings), ready, 60) as (_process, log):
+            records = [{"message": f"record {i}"} for i in range(7)]
+            url = f"http://127.0.0.1:{intake_port}/v1/logs"
+            assert http.post(url, json=records, headers=tenant.public).status_code == 202, log()
+            found = samples(http.get(metrics_url).text)
+    assert value(found, "threadline_intake_records_accepted_total") == 7
+    assert value(found, "threadline_requests_total", operation="logs.ingest", status="202") == 1
+    assert value(found, "threadline_executor_slots") == 0

@@ -1,5 +1,5 @@
-"""``GET /metrics``: the process's Prometheus exposition (``kit.metrics``), on the API's port and on a
-worker's ``--metrics-port``.
+"""``GET /metrics``: the process's Prometheus exposition (``kit.metrics``), on the API's port and on the
+``--metrics-port`` of ``threadline worker`` and ``threadline serve-intake``.
 
 Who may read it: whoever can reach it, unless ``THREADLINE_METRICS_TOKEN`` is set, and then only a scrape
 that sends ``Authorization: Bearer <token>`` (Prometheus's ``authorization`` scrape setting). It holds no
@@ -22,14 +22,16 @@ import logging
 from typing import Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from threadline.config import Settings
 from threadline.kit.db import Database
 from threadline.kit.errors import Unauthorized, error_response
 from threadline.kit.metrics import REGISTRY, RUNS
-from threadline.kit.services import BACKEND_ERRORS, ServicesOf
+from threadline.kit.services import BACKEND_ERRORS, Runtime, ServicesOf
 from threadline.runs.repository import RunsAcrossOrganizations
 
 log = logging.getLogger(__name__)
@@ -85,6 +87,13 @@ class MetricsEndpoint:
             return
         for status, count in counts.items():
             RUNS.labels(status).set(count)
+
+
+def metrics_app(services: MetricsServices) -> Starlette:
+    """``GET /metrics`` alone, for a port of its own (a worker's or ``serve-intake``'s ``--metrics-port``)."""
+    runtime: Runtime[MetricsServices] = Runtime()
+    runtime.services = services
+    return Starlette(routes=[Route("/metrics", MetricsEndpoint(runtime).scrape, methods=["GET"])])
 
 
 def _bearer_matches(header: str | None, token: str) -> bool:

@@ -14,12 +14,8 @@ import contextlib
 import logging
 import signal
 
-from starlette.applications import Starlette
-from starlette.routing import Route
-
 from threadline.config import Settings
-from threadline.kit.services import Runtime
-from threadline.metrics_endpoint import MetricsEndpoint, MetricsServices
+from threadline.metrics_endpoint import metrics_app
 from threadline.runtime import open_services
 from threadline.server import Listener, side_server
 
@@ -48,9 +44,7 @@ async def work(
             )
             serving = None
             if metrics is not None and sock is not None:
-                runtime: Runtime[MetricsServices] = Runtime()
-                runtime.services = services
-                app = Starlette(routes=[Route("/metrics", MetricsEndpoint(runtime).scrape, methods=["GET"])])
+                app = metrics_app(services)
                 server = side_server(app, metrics, settings, [f"metrics at {metrics.url('/metrics')}"])
                 serving = asyncio.create_task(server.serve(sockets=[sock]), name="metrics-server")
             if ready is not None:

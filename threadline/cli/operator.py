@@ -183,7 +183,13 @@ def _check_schema(settings: Settings) -> None:
         )
 
 
-def _serve(host: str, port: int | None, intake_port: int | None, intake_option: str) -> None:
+def _serve(
+    host: str,
+    port: int | None,
+    intake_port: int | None,
+    intake_option: str,
+    metrics_port: int | None = None,
+) -> None:
     """``intake_option``: the option that sets the intake's port, for the message when it is taken."""
     from threadline.kit.logging import configure_logging
     from threadline.server import Listener, ServeError, serve
@@ -193,10 +199,11 @@ def _serve(host: str, port: int | None, intake_port: int | None, intake_option: 
     _check_schema(settings)
     api = Listener(host, port, "--port") if port is not None else None
     intake = Listener(host, intake_port, intake_option) if intake_port is not None else None
+    metrics = Listener(host, metrics_port, "--metrics-port") if metrics_port is not None else None
     try:
         import uvloop
 
-        uvloop.run(serve(settings, api, intake))
+        uvloop.run(serve(settings, api, intake, metrics))
     except ServeError as error:
         fail(str(error))
 
@@ -215,9 +222,13 @@ def serve_command(
 def serve_intake(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Intake port.", min=1, max=65535)] = 8081,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="Answer GET /metrics (Prometheus) on this port.", min=1, max=65535),
+    ] = None,
 ) -> None:
     """Run the intake alone, to scale it apart from the API."""
-    _serve(host, None, port, "--port")
+    _serve(host, None, port, "--port", metrics_port)
 
 
 def worker(
