@@ -42,6 +42,7 @@ PAGES = (
     ("Threads", "/threads", "/v1/threads?limit=20"),
     ("Logs", "/logs", "/v1/logs?limit=50"),
     ("API keys", "/settings/api-keys", "/v1/keys"),
+    ("Billing", "/billing", "/v1/billing/transactions"),
 )
 
 
@@ -53,6 +54,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--logs", type=int, default=1_000_000, help="log records seeded (last 48 hours)")
     parser.add_argument("--requests", type=int, default=300, help="timed requests per page (and baseline)")
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "dashboard.json", help="results JSON")
+    parser.add_argument(
+        "--keep-data",
+        type=Path,
+        default=None,
+        help="seed into this (new) directory and keep it, to serve and look at the pages afterwards",
+    )
     args = parser.parse_args()
     if args.threads < 1_000 or args.logs < 1_000 or args.requests < 20:
         parser.error("--threads >= 1000, --logs >= 1000, --requests >= 20")
@@ -155,7 +162,12 @@ async def measure(data_dir: Path, created: dict[str, Any], requests: int) -> lis
 
 
 def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
-    data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="threadline-bench-dashboard-")))
+    if args.keep_data is not None:
+        args.keep_data.mkdir(parents=True, exist_ok=False)
+        data_dir = args.keep_data
+    else:
+        temporary = tempfile.TemporaryDirectory(prefix="threadline-bench-dashboard-")
+        data_dir = Path(stack.enter_context(temporary))
     created = initialise(data_dir)
     organization, project = created["organization"]["id"], created["project"]["id"]
     db_path = data_dir / "threadline.db"

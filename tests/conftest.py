@@ -36,6 +36,7 @@ from redis.asyncio import Redis
 from tests.support import Tenant, make_tenant
 from threadline.app import create_app
 from threadline.config import Settings
+from threadline.intake_app import create_intake_app
 from threadline.runtime import Services
 from threadline.storage.migrate import upgrade
 
@@ -177,6 +178,16 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
         yield http
+
+
+@pytest.fixture
+async def intake(settings: Settings, services: Services) -> AsyncIterator[httpx.AsyncClient]:
+    """The intake app, on the same services as the API app (``client``)."""
+    app = create_intake_app(settings, services)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://intake") as http:
+            yield http
 
 
 @pytest.fixture

@@ -123,7 +123,7 @@ def threadline(
 
 
 @contextmanager
-def _spawned(
+def spawned(
     args: list[str],
     env: dict[str, str],
     is_ready: Callable[[Callable[[], str]], bool],
@@ -183,7 +183,7 @@ def running_server(env: dict[str, str], *extra: str, startup_timeout: float = 60
         def ready(_log: Callable[[], str]) -> bool:
             return _answers(http, f"{api_url}/readyz") and _answers(http, f"{intake_url}/readyz")
 
-        with _spawned(args, env, ready, startup_timeout) as (process, log):
+        with spawned(args, env, ready, startup_timeout) as (process, log):
             yield ServerProcess(process, api_url, intake_url, log)
 
 
@@ -194,9 +194,12 @@ class WorkerProcess:
 
 
 @contextmanager
-def running_worker(env: dict[str, str], startup_timeout: float = 60) -> Iterator[WorkerProcess]:
-    """``threadline worker``, waited for until it says it executes runs."""
-    with _spawned(["worker"], env, lambda log: "executing runs" in log(), startup_timeout) as (process, log):
+def running_worker(env: dict[str, str], *extra: str, startup_timeout: float = 60) -> Iterator[WorkerProcess]:
+    """``threadline worker`` (with ``extra`` options), waited for until it says it executes runs."""
+    with spawned(["worker", *extra], env, lambda log: "executing runs" in log(), startup_timeout) as (
+        process,
+        log,
+    ):
         yield WorkerProcess(process, log)
 
 

@@ -17,6 +17,8 @@ from threadline.keys.endpoints import router as keys_router
 from threadline.mcp_servers.endpoints import router as mcp_servers_router
 from threadline.me.endpoints import router as me_router
 from threadline.messages.endpoints import router as messages_router
+from threadline.metrics_endpoint import OPERATION_ID as METRICS_OPERATION
+from threadline.metrics_endpoint import MetricsEndpoint
 from threadline.projects.endpoints import router as projects_router
 from threadline.runs.endpoints import router as runs_router
 from threadline.runtime import Services
@@ -72,6 +74,15 @@ def create_app(
     app.mount("/docs/assets", docs.assets, name="docs-assets")
     app.pages = create_dashboard(app.state.runtime)
     app.api_paths = _API_PATHS
+    if settings.metrics:
+        app.add_api_route(
+            "/metrics",
+            MetricsEndpoint(app.state.runtime).scrape,
+            methods=["GET"],
+            include_in_schema=False,
+            operation_id=METRICS_OPERATION,
+        )
+        app.api_paths = (*_API_PATHS, "/metrics")
     contract: list[bytes] = []
 
     @app.get("/v1/openapi.json", include_in_schema=False)

@@ -1,6 +1,7 @@
 """How an ASGI app of ours is put together: the same middleware order, error handling and lifecycle for
 the API and the intake, so the two surfaces cannot drift apart.
 
+    RequestMetrics             requests by operation and status, their durations (THREADLINE_METRICS)
     RequestContextMiddleware   request id, rate-limit headers, 500 envelope for anything unhandled
       (surface's own)          the intake's CORS, which must answer preflights before authentication
         AccessMiddleware       body size, credential, key type, rate limit (before routing)
@@ -24,6 +25,7 @@ from threadline.keys.middleware import AccessMiddleware, Surface
 from threadline.kit.context import RequestContextMiddleware
 from threadline.kit.errors import ErrorRenderer, render_envelope
 from threadline.kit.handlers import install_error_handlers
+from threadline.kit.request_metrics import RequestMetrics
 from threadline.kit.routing import OperationIndex
 from threadline.kit.services import Runtime
 from threadline.runtime import Services, open_services
@@ -92,7 +94,10 @@ def assemble(
         "body_limit": body_limit,
         "render_error": render_error,
     }
+    fixed_paths = frozenset(served_before_routing[1]) if served_before_routing is not None else frozenset()
+    measured = [(RequestMetrics, {"operations": operations, "fixed_paths": fixed_paths})]
     stack: list[tuple[type[Any], dict[str, Any]]] = [
+        *(measured if settings.metrics else ()),
         (RequestContextMiddleware, {"operations": operations}),
         *((middleware, {"runtime": runtime, **arguments}) for middleware, arguments in outer),
         (AccessMiddleware, access),

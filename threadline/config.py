@@ -79,6 +79,10 @@ class Settings(BaseSettings):
     max_header_bytes: int = Field(64 * 1024, ge=1024, le=1024 * 1024)
     max_header_lines: int = Field(100, ge=8, le=10_000)
     access_log: bool = False
+    # Prometheus metrics (``kit.metrics``): ``GET /metrics`` on the API's port and on a worker's
+    # ``--metrics-port``. With a token set, a scrape must send ``Authorization: Bearer <token>``.
+    metrics: bool = True
+    metrics_token: SecretStr | None = None
     log_level: str = "info"
     # Where SQLite's log appends run: "process", a process of the server's own on another core
     # (``telemetry.log_store``; requests with records a log trigger matched still append in the server);
@@ -125,7 +129,7 @@ class Settings(BaseSettings):
     # Unset on the embedded shape: the key file `threadline init` writes into data_dir.
     encryption_key: SecretStr | None = None
 
-    @field_validator("database_url", "redis_url", "encryption_key", mode="before")
+    @field_validator("database_url", "redis_url", "encryption_key", "metrics_token", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         """``THREADLINE_REDIS_URL=`` in a shell or compose file means "not set", not "an empty URL"."""

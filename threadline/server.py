@@ -26,6 +26,7 @@ from threadline.app import create_app
 from threadline.config import Settings
 from threadline.http_protocol import bounded_protocol
 from threadline.intake_app import create_intake_app
+from threadline.metrics_endpoint import metrics_app
 from threadline.runtime import RunRole, open_services
 
 _GC_YOUNG_THRESHOLD = 20_000
@@ -116,14 +117,22 @@ def _config(app: object, listener: Listener, settings: Settings) -> uvicorn.Conf
     )
 
 
-async def serve(settings: Settings, api: Listener | None, intake: Listener | None) -> None:
+async def serve(
+    settings: Settings, api: Listener | None, intake: Listener | None, metrics: Listener | None = None
+) -> None:
+    """``metrics``: a port of its own for ``GET /metrics`` (``serve-intake``, which has no API port)."""
     runs: RunRole = "server" if api is not None else "off"
+    if metrics is not None and not settings.metrics:
+        logger.warning("THREADLINE_METRICS is false: --metrics-port is ignored")
+        metrics = None
     sockets: list[socket.socket] = []
     try:
         if api is not None:
             sockets.append(api.bind("API"))
         if intake is not None:
             sockets.append(intake.bind("intake"))
+        if metrics is not None:
+            sockets.append(metrics.bind("metrics endpoint"))
     except ServeError:
         for sock in sockets:
             sock.close()
@@ -137,7 +146,10 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
             servers.append((_Server(app, announce), sockets[0]))
         if intake is not None:
             app = _config(create_intake_app(settings, services), intake, settings)
-            servers.append((_Server(app, [f"intake at {intake.url('/v1/logs')}"]), sockets[-1]))
+            servers.append((_Server(app, [f"intake at {intake.url('/v1/logs')}"]), sockets[len(servers)]))
+        if metrics is not None:
+            announce = [f"metrics at {metrics.url('/metrics')}"]
+            servers.append((side_server(metrics_app(services), metrics, settings, announce), sockets[-1]))
 
         # Everything built so far lives as long as the process. Freezing it keeps the collector from
         # re-scanning that large, permanent heap on every full collection (tens of milliseconds each).
@@ -193,3 +205,9 @@ async def serve(settings: Settings, api: Listener | None, intake: Listener | Non
         if not all(started):
             raise ServeError("a listener could not start (see the log above); nothing is being served")
         logger.info("stopped")
+
+
+def side_server(app: object, listener: Listener, settings: Settings, announce: list[str]) -> _Server:
+    """A server for a port besides the API's and the intake's (a worker's ``--metrics-port``): the same
+    protocol limits, and no signal handling of its own (its process stops it)."""
+    return _Server(_config(app, listener, settings), announce)

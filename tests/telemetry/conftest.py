@@ -1,4 +1,4 @@
-"""Fixtures of the telemetry tests: the intake app, on the same services as the API app (``client``).
+"""Fixtures of the telemetry tests (the intake app, ``intake``, is the root conftest's).
 
 On the embedded shape the intake's tests run with each of SQLite's two append paths
 (``THREADLINE_LOG_STORE``): ``process``, the store process, and ``inline``, every append in the server.
@@ -7,15 +7,10 @@ makes no difference (reads, auth) pins ``log_store`` to ``process`` with a fixtu
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import httpx
 import pytest
 
 from tests.conftest import Backend
 from threadline.config import Settings
-from threadline.intake_app import create_intake_app
-from threadline.runtime import Services
 
 
 @pytest.fixture(params=["process", "inline"])
@@ -27,15 +22,6 @@ def log_store(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def settings(backend: Backend, log_store: str) -> Settings:
     return backend.fresh().model_copy(update={"log_store": log_store})
-
-
-@pytest.fixture
-async def intake(settings: Settings, services: Services) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_intake_app(settings, services)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://intake") as http:
-            yield http
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

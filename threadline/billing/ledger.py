@@ -23,6 +23,7 @@ from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, UtcDateTime
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import PageParams, fetch_numbered_page
+from threadline.kit.timebuckets import TimeBuckets
 
 TransactionType = Literal["credit", "debit"]
 
@@ -130,6 +131,58 @@ class LedgerRepository:
         )
         rows, total = await fetch_numbered_page(self._conn, query, params)
         return [_from_row(row._mapping) for row in rows], total
+
+
+@dataclass(frozen=True, slots=True)
+class Day:
+    """One bucket of the ledger's chart: credits added and used in it, and the balance after its last
+    entry (None: no entry in it)."""
+
+    added: int
+    used: int
+    balance_after: int | None
+
+
+async def ledger_by_bucket(
+    conn: Conn, organization_id: str, buckets: TimeBuckets, cap: int
+) -> tuple[list[Day], bool]:
+    """The ledger per time bucket, over its newest ``cap`` entries at most (``seq`` above the account's
+    entry count less ``cap``: a range of the (organization, seq) index), then the balance after each
+    bucket's last entry (a lookup per bucket on that index). The flag: older entries were not counted."""
+    t = billing_transactions.c
+    entries = (
+        await conn.execute(
+            sa.select(billing_accounts.c.entries).where(billing_accounts.c.organization_id == organization_id)
+        )
+    ).scalar_one_or_none()
+    if not entries:
+        return [Day(0, 0, None) for _ in range(buckets.count)], False
+    newest = (
+        sa.select(t.id, t.seq, t.amount)
+        .where(t.organization_id == organization_id, t.seq > entries - cap, *buckets.range_of(t.id, "txn"))
+        .subquery()
+    )
+    bucket = buckets.index_of(newest.c.id, "txn").label("bucket")
+    credit = sa.case((newest.c.amount > 0, newest.c.amount), else_=0)
+    query = sa.select(
+        bucket,
+        sa.func.sum(credit).label("added"),
+        sa.func.sum(newest.c.amount - credit).label("used"),
+        sa.func.max(newest.c.seq).label("last"),
+    ).group_by(bucket)
+    rows = {int(row["bucket"]): row for row in (await conn.execute(query)).mappings()}
+    last = [int(row["last"]) for row in rows.values()]
+    balances: dict[int, int] = {}
+    if last:
+        after = sa.select(t.seq, t.balance_after).where(t.organization_id == organization_id, t.seq.in_(last))
+        balances = {int(row.seq): int(row.balance_after) for row in await conn.execute(after)}
+    days = [
+        Day(int(row["added"]), -int(row["used"]), balances.get(int(row["last"])))
+        if (row := rows.get(i)) is not None
+        else Day(0, 0, None)
+        for i in range(buckets.count)
+    ]
+    return days, entries > cap
 
 
 def _from_row(row: sa.RowMapping) -> Transaction:

@@ -188,7 +188,13 @@ def _check_schema(settings: Settings) -> None:
         )
 
 
-def _serve(host: str, port: int | None, intake_port: int | None, intake_option: str) -> None:
+def _serve(
+    host: str,
+    port: int | None,
+    intake_port: int | None,
+    intake_option: str,
+    metrics_port: int | None = None,
+) -> None:
     """``intake_option``: the option that sets the intake's port, for the message when it is taken."""
     from threadline.kit.logging import configure_logging
     from threadline.server import Listener, ServeError, serve
@@ -198,10 +204,11 @@ def _serve(host: str, port: int | None, intake_port: int | None, intake_option: 
     _check_schema(settings)
     api = Listener(host, port, "--port") if port is not None else None
     intake = Listener(host, intake_port, intake_option) if intake_port is not None else None
+    metrics = Listener(host, metrics_port, "--metrics-port") if metrics_port is not None else None
     try:
         import uvloop
 
-        uvloop.run(serve(settings, api, intake))
+        uvloop.run(serve(settings, api, intake, metrics))
     except ServeError as error:
         fail(str(error))
 
@@ -220,14 +227,25 @@ def serve_command(
 def serve_intake(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Intake port.", min=1, max=65535)] = 8081,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="Answer GET /metrics (Prometheus) on this port.", min=1, max=65535),
+    ] = None,
 ) -> None:
     """Run the intake alone, to scale it apart from the API."""
-    _serve(host, None, port, "--port")
+    _serve(host, None, port, "--port", metrics_port)
 
 
-def worker() -> None:
+def worker(
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="Answer GET /metrics (Prometheus) on this port.", min=1, max=65535),
+    ] = None,
+    metrics_host: Annotated[str, typer.Option(help="Interface the metrics port listens on.")] = "127.0.0.1",
+) -> None:
     """Execute queued runs until SIGTERM or Ctrl-C (the distributed shape: PostgreSQL and Redis)."""
     from threadline.kit.logging import configure_logging
+    from threadline.server import Listener, ServeError
     from threadline.worker import work
 
     settings = _settings(redis=True)
@@ -235,7 +253,11 @@ def worker() -> None:
     _check_schema(settings)
     import uvloop
 
-    uvloop.run(work(settings))
+    metrics = Listener(metrics_host, metrics_port, "--metrics-port") if metrics_port is not None else None
+    try:
+        uvloop.run(work(settings, metrics=metrics))
+    except ServeError as error:
+        fail(str(error))
 
 
 def create_org(

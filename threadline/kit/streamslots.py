@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from threadline.kit.errors import Reason, TooManyRequests
+from threadline.kit.metrics import OPEN_STREAMS
 
 # A refused client has nothing to wait for but one of its own streams to end; this is a fair pause.
 RETRY_AFTER_SECONDS = 5
@@ -39,9 +40,11 @@ class StreamSlots:
                 reason=Reason.TOO_MANY_STREAMS,
             )
         self._held[organization_id] = held + 1
+        OPEN_STREAMS.inc()
         try:
             yield
         finally:
+            OPEN_STREAMS.dec()
             remaining = self._held[organization_id] - 1
             if remaining:
                 self._held[organization_id] = remaining

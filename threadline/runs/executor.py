@@ -40,6 +40,7 @@ from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
 from threadline.kit.errors import Reason
 from threadline.kit.faults import dependency_of, riding_out
+from threadline.kit.metrics import EXECUTOR_SLOTS, EXECUTOR_SLOTS_IN_USE
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.waiting import wait_event
 from threadline.messages.repository import MessageRepository
@@ -98,12 +99,16 @@ class RunExecutor:
                 task.cancel()
 
     def start(self) -> None:
+        if self._execute:
+            EXECUTOR_SLOTS.inc(self._settings.max_concurrent_runs)
         self._task = asyncio.create_task(self._loop(), name="run-executor")
 
     async def aclose(self) -> None:
         """Stops claiming; runs still executing end ``failed`` (``EXECUTOR_STOPPED``), never left running."""
         self._stopping = True
         if self._task is not None:
+            if self._execute:
+                EXECUTOR_SLOTS.dec(self._settings.max_concurrent_runs)
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
@@ -146,12 +151,14 @@ class RunExecutor:
             run, started = claimed
             task = asyncio.create_task(self._execute_run(run), name=f"run-{run.id}")
             self._running[run.id] = task
+            EXECUTOR_SLOTS_IN_USE.inc()
             task.add_done_callback(functools.partial(self._release, run.id))
             await announce(self._signals, events.announcement(run.organization_id, run.id, [started]))
 
     def _release(self, run_id: str, _task: object = None) -> None:
         """A run's task is over, however it ended (even cancelled before its first step): its slot frees."""
-        self._running.pop(run_id, None)
+        if self._running.pop(run_id, None) is not None:
+            EXECUTOR_SLOTS_IN_USE.dec()
         self._cancelled.discard(run_id)
         self._wake.set()
 

@@ -297,6 +297,15 @@ class RunsAcrossOrganizations:
         row = (await self._conn.execute(query, {"run_id": run_id})).mappings().first()
         return from_row(row) if row else None
 
+    async def count_active(self) -> dict[str, int]:
+        """Runs queued and running in the whole deployment, for the metrics' gauges: one count on the
+        ``(status, id)`` index, which holds few active rows however many runs have ended."""
+        counts = sa.select(runs.c.status, sa.func.count().label("n"))
+        query = counts.where(runs.c.status.in_(ACTIVE)).group_by(runs.c.status)
+        rows = (await self._conn.execute(query)).mappings().all()
+        counted = {str(row["status"]): int(row["n"]) for row in rows}
+        return {status: counted.get(status, 0) for status in ACTIVE}
+
     async def refresh_active_run(self, thread_id: str) -> None:
         """The thread's ``active_run_id`` from its runs: the running one, else the oldest queued one.
 

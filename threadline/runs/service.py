@@ -21,6 +21,7 @@ from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import BadRequest, Conflict, NotFound, Reason
 from threadline.kit.ids import new_id
+from threadline.kit.metrics import RUNS_ENDED
 from threadline.kit.pagination import CursorParams
 from threadline.kit.signals import SignalBus
 from threadline.messages.service import append_message
@@ -274,6 +275,7 @@ async def _end(
     announcement = events.announcement(run.organization_id, run.id, made)
 
     async def announce() -> None:
+        RUNS_ENDED.labels(status).inc()
         await signals.publish(RUN_EVENTS, announcement)
         if status == "cancelled":
             await signals.publish(RUN_CANCELLED, run.id)

@@ -34,6 +34,7 @@ from threadline.kit.errors import (
 )
 from threadline.kit.fastpath import never_routed
 from threadline.kit.faults import dependency_of, unavailable
+from threadline.kit.metrics import INTAKE_RECORDS_ACCEPTED, INTAKE_REFUSED
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.services import ServicesOf
 from threadline.telemetry.cors import ALLOW, check_origin
@@ -93,7 +94,7 @@ class IngestEndpoints:
         try:
             # The commit is awaited here rather than inside ``_ingest``: the request sleeps until its
             # group is committed, and every coroutine frame it sleeps in is paid again when it wakes.
-            committed, (status, media_type, content) = await self._ingest(scope, receive, kind)
+            committed, records, (status, media_type, content) = await self._ingest(scope, receive, kind)
             try:
                 await committed
             except sa.exc.IntegrityError as exc:
@@ -107,6 +108,7 @@ class IngestEndpoints:
                 if (dependency := dependency_of(exc)) is None:
                     raise
                 raise unavailable(exc, dependency) from exc
+            INTAKE_RECORDS_ACCEPTED.inc(records)
         except ApiError as error:
             operation_id = _OPERATIONS[kind] if scope["method"] == "POST" else UNKNOWN_OPERATION
             await render_intake_error(scope, error, operation_id)(scope, receive, send)
@@ -117,9 +119,9 @@ class IngestEndpoints:
 
     async def _ingest(
         self, scope: Scope, receive: Receive, kind: Kind
-    ) -> tuple[asyncio.Future[None], tuple[int, bytes, bytes]]:
-        """The records decoded and handed to the log writer: the future of their commit, and the answer
-        to send once it is done."""
+    ) -> tuple[asyncio.Future[None], int, tuple[int, bytes, bytes]]:
+        """The records decoded and handed to the log writer: the future of their commit, how many they
+        are, and the answer to send once it is done."""
         if scope["method"] != "POST":
             raise MethodNotAllowed(
                 f"{scope['method']} is not allowed on {scope['path']}.", headers={"Allow": ALLOW.decode()}
@@ -147,11 +149,12 @@ class IngestEndpoints:
             Source(organization_id, project_id),
         )
         committed = self.runtime.services.logs.submit(organization_id, decoded.rows)
+        records = len(decoded.rows)
         if decoded.format == "otlp-protobuf":
-            return committed, (200, _PROTOBUF, _OTLP_PROTOBUF_OK)
+            return committed, records, (200, _PROTOBUF, _OTLP_PROTOBUF_OK)
         if decoded.format == "otlp-json":
-            return committed, (200, _JSON, b"{}")
-        return committed, (202, _JSON, b'{"accepted":%d}' % len(decoded.rows))
+            return committed, records, (200, _JSON, b"{}")
+        return committed, records, (202, _JSON, b'{"accepted":%d}' % records)
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -235,7 +238,9 @@ _RPC_CODES = {400: 3, 401: 16, 403: 7, 404: 5, 405: 12, 413: 3, 415: 3, 429: 8, 
 
 def render_intake_error(scope: Scope, error: ApiError, operation_id: str) -> Response:
     """Our envelope, except to an OTLP protobuf request: a ``google.rpc.Status`` in protobuf, as
-    OTLP/HTTP requires, with the same status and headers."""
+    OTLP/HTTP requires, with the same status and headers. Every refusal of the intake passes here, so
+    it is counted here, by reason."""
+    INTAKE_REFUSED.labels(error.reason or error.code).inc()
     if not is_protobuf(header_of(scope, b"content-type")):
         return render_envelope(scope, error, operation_id)
     status = _rpc_status(_RPC_CODES.get(error.status, 13), error.message)

@@ -18,8 +18,9 @@ from datetime import UTC, datetime, timedelta
 import sqlalchemy as sa
 
 from threadline.kit.db import Conn
-from threadline.kit.ids import floor_id
+from threadline.kit.ids import floor_id, id_time_ms
 from threadline.kit.pagination import CursorParams, encode_cursor
+from threadline.kit.timebuckets import TimeBuckets
 from threadline.search.query import Phrase, Query
 from threadline.telemetry.log_store import ID_PREFIX
 from threadline.telemetry.schemas import Kind, Level, LogRecordOut, levels_at_or_above
@@ -130,6 +131,35 @@ class LogRepository:
         rows = (await self._conn.execute(query)).mappings()
         counts = {str(row["key"]): int(row["n"]) for row in rows}
         return counts, sum(counts.values()) >= cap
+
+    async def volume_by_level(
+        self, filters: LogFilters, buckets: TimeBuckets, cap: int = SCAN_WINDOW
+    ) -> tuple[dict[tuple[int, str], int], datetime | None]:
+        """Records matching ``filters`` by time bucket and level, over the newest ``cap`` of them in the
+        buckets' time at most (a range of the primary key, the other filters checked on it, as a page
+        is): counted by the database, one row per bucket and level. The second value, when the cap was
+        reached, is the time of the oldest record counted: before it there are records not counted."""
+        newest = (
+            sa.select(t.id, t.level)
+            .where(
+                *filters.key_conditions(self._organization_id),
+                *buckets.range_of(t.id, ID_PREFIX),
+                *filters.row_conditions(),
+            )
+            .order_by(t.id.desc())
+            .limit(cap)
+            .subquery()
+        )
+        bucket = buckets.index_of(newest.c.id, ID_PREFIX).label("bucket")
+        query = sa.select(
+            bucket, newest.c.level, sa.func.count().label("n"), sa.func.min(newest.c.id).label("oldest")
+        ).group_by(bucket, newest.c.level)
+        rows = list((await self._conn.execute(query)).mappings())
+        counts = {(int(row["bucket"]), str(row["level"])): int(row["n"]) for row in rows}
+        if sum(counts.values()) < cap:
+            return counts, None
+        oldest = min(str(row["oldest"]) for row in rows)
+        return counts, _EPOCH + timedelta(milliseconds=id_time_ms(ID_PREFIX, oldest))
 
     async def newest_of_level(
         self, level: Level, since: datetime, limit: int, window: int = SCAN_WINDOW

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Protocol
 from urllib.parse import urlencode
 
@@ -20,6 +20,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from threadline.dashboard.charts import Chart, stacked
 from threadline.dashboard.streams import DashboardStreamSlot
 from threadline.dashboard.web import ViewerDep, render, render_fragment
 from threadline.kit.clock import Clock, isoformat
@@ -28,6 +29,7 @@ from threadline.kit.deps import get_services
 from threadline.kit.errors import ApiError, NotFound
 from threadline.kit.pagination import CursorParams, decode_cursor
 from threadline.kit.sse import EventStreamResponse, resume_cursor
+from threadline.kit.timebuckets import TimeBuckets
 from threadline.projects import service as projects
 from threadline.projects.repository import Project
 from threadline.telemetry import service
@@ -40,13 +42,17 @@ from threadline.telemetry.endpoints import (
     UntilFilter,
     log_filters,
 )
-from threadline.telemetry.repository import LogFilters
+from threadline.telemetry.repository import SCAN_WINDOW, LogFilters, LogRepository
 from threadline.telemetry.schemas import LEVELS, LogRecordOut
 from threadline.telemetry.tail import LogTails
 
 router = APIRouter()
 
 PAGE_SIZE = 50
+# Records the volume chart counts at most (the newest of its window): half the list's scan window, so the
+# chart costs the page less than its list (measured at 1,000,000 records: 10,000 added 40 ms to the
+# page's p50 on a loaded machine, 5,000 about half that). Beyond it the chart says how far back it counted.
+CHART_WINDOW = SCAN_WINDOW // 2
 # The projects a filter offers and records are named by: one page of them (ids stand in beyond it).
 _PROJECTS_SHOWN = 100
 _FIELDS = ("projectId", "level", "kind", "since", "until", "q")
@@ -149,7 +155,8 @@ async def logs_page(request: Request, viewer: ViewerDep, services: ServicesDep) 
         except ApiError as refused:
             cursor_error = refused.message
     records: list[LogRecordOut] = []
-    next_cursor = position = None
+    next_cursor = position = volume = None
+    now = services.clock.now()
     async with services.db.transaction(write=False) as conn:
         names = await _project_names(conn, viewer.organization_id)
         if filters is not None and cursor_error is None:
@@ -157,7 +164,8 @@ async def logs_page(request: Request, viewer: ViewerDep, services: ServicesDep) 
             records, next_cursor = await service.list_logs(
                 conn, viewer.organization_id, filters, CursorParams(PAGE_SIZE, after_id)
             )
-    now = services.clock.now()
+            if not raw_cursor:
+                volume = await _volume_chart(conn, viewer.organization_id, filters, now)
     failed = bool(selection.errors) or cursor_error is not None
     return render(
         request,
@@ -172,6 +180,7 @@ async def logs_page(request: Request, viewer: ViewerDep, services: ServicesDep) 
         position=position,
         projects=names,
         levels=LEVELS,
+        volume=volume,
         presets=[
             (label, isoformat(now - delta)[:16])
             for label, delta in (
@@ -184,6 +193,24 @@ async def logs_page(request: Request, viewer: ViewerDep, services: ServicesDep) 
         attributes_json=attributes_json,
         properties_json=properties_json,
     )
+
+
+async def _volume_chart(conn: Conn, organization_id: str, filters: LogFilters, now: datetime) -> Chart:
+    """The records the filters select over their window (the last 24 hours when it has no start; until
+    now when it has no end), per bucket and level: the same selection as the list, counted, not listed."""
+    start = filters.since or now - timedelta(days=1)
+    buckets = TimeBuckets.covering(start, filters.until or now)
+    logs = LogRepository(conn, organization_id)
+    counts, oldest = await logs.volume_by_level(filters, buckets, CHART_WINDOW)
+    note = None
+    if oldest is not None:
+        note = (
+            f"Counted over the newest {CHART_WINDOW:,} matching records, back to "
+            f"{oldest:%b %d %H:%M:%S} UTC: earlier ones are not counted. Narrow the window for all of them."
+        )
+    window = "the last 24 hours" if filters.since is None else "the filters' window"
+    title = f"Log records by level, {window}"
+    return stacked("volume-chart", title, buckets, LEVELS, counts, "records", note)
 
 
 @router.get("/logs/stream")

@@ -14,10 +14,13 @@ from fastapi.responses import HTMLResponse
 
 from threadline.billing import service as billing
 from threadline.billing.ledger import Balance
+from threadline.dashboard.charts import stacked
 from threadline.dashboard.web import ViewerDep, render
 from threadline.kit.clock import Clock, isoformat
 from threadline.kit.db import Database
 from threadline.kit.deps import get_services
+from threadline.kit.timebuckets import TimeBuckets
+from threadline.runs.activity import Activity, RunActivity
 from threadline.runs.repository import Run, RunRepository
 from threadline.runs.tables import RUN_STATUSES
 from threadline.telemetry.repository import SCAN_WINDOW, LogRepository
@@ -66,18 +69,36 @@ async def overview(request: Request, viewer: ViewerDep, services: ServicesDep) -
         async with services.db.transaction(write=False) as conn:
             return await LogRepository(conn, organization_id).newest_of_level("error", since, RECENT)
 
-    async def the_rest() -> tuple[tuple[int, bool], Tally, list[Run], Balance]:
+    hours = TimeBuckets.covering(since, services.clock.now(), most=25)
+
+    async def the_rest() -> tuple[tuple[int, bool], Tally, list[Run], Balance, Activity]:
         async with services.db.transaction(write=False) as conn:
             threads = await ThreadRepository(conn, organization_id).count(COUNT_CAP)
             run_rows = RunRepository(conn, organization_id)
             runs = Tally(RUN_STATUSES, *await run_rows.count_by_status(since, COUNT_CAP))
             recent_runs = await run_rows.newest(RECENT)
             balance = await billing.get_balance(conn, organization_id)
-        return threads, runs, recent_runs, balance
+            hourly = await RunActivity(conn, organization_id).by_bucket(hours, COUNT_CAP)
+        return threads, runs, recent_runs, balance, hourly
 
-    logs, errors, ((threads, threads_capped), runs, recent_runs, balance) = await asyncio.gather(
+    logs, errors, ((threads, threads_capped), runs, recent_runs, balance, hourly) = await asyncio.gather(
         tally_logs(), recent_errors(), the_rest()
     )
+    note = None
+    if hourly.capped:
+        note = f"Counted over the newest {COUNT_CAP:,} runs of these hours: there are more."
+    charts = [
+        stacked("runs-chart", "Runs by status, per hour", hours, RUN_STATUSES, hourly.runs, "runs", note),
+        stacked(
+            "tokens-chart",
+            "Tokens per hour (input and output, by the hour the run started)",
+            hours,
+            ("tokens",),
+            {(i, "tokens"): n for i, n in hourly.tokens.items()},
+            "tokens",
+            note,
+        ),
+    ]
     return render(
         request,
         "overview/index.html",
@@ -90,5 +111,6 @@ async def overview(request: Request, viewer: ViewerDep, services: ServicesDep) -
         errors=errors,
         balance=balance,
         cap=COUNT_CAP,
+        charts=charts,
         since_input=isoformat(since)[:16],
     )
