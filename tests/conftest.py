@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -37,8 +38,10 @@ from tests.support import Tenant, make_tenant
 from threadline.app import create_app
 from threadline.config import Settings
 from threadline.intake_app import create_intake_app
+from threadline.kit.db import Database
 from threadline.runtime import Services
 from threadline.storage.migrate import upgrade
+from threadline.telemetry.partitions import DAYS_AHEAD, create_partition
 
 REQUIRE_SERVICES = os.environ.get("THREADLINE_TEST_REQUIRE_SERVICES") == "1"
 POSTGRES_URL = os.environ.get("THREADLINE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -144,6 +147,7 @@ async def backend(request: pytest.FixtureRequest, storage_root: Path) -> AsyncIt
     )
     try:
         await asyncio.to_thread(upgrade, settings.resolved_database_url)
+        await _partitions_ahead(settings)
         yield Backend("distributed", settings)
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -153,6 +157,19 @@ async def backend(request: pytest.FixtureRequest, storage_root: Path) -> AsyncIt
         if keys:
             await redis.delete(*keys)
         await redis.aclose()
+
+
+async def _partitions_ahead(settings: Settings) -> None:
+    """Today's and the next days' log partitions, as a deployment's first housekeeping makes them: records
+    the in-process apps write would otherwise land in the default partition, and a served process's
+    housekeeping would then warn that it cannot make that day's partition (a line ``test_serve`` forbids)."""
+    db = Database(settings.resolved_database_url)
+    try:
+        today = datetime.now(UTC).date()
+        for offset in range(DAYS_AHEAD + 1):
+            assert await create_partition(db, today + timedelta(days=offset))
+    finally:
+        await db.dispose()
 
 
 @pytest.fixture
