@@ -11,7 +11,9 @@ import httpx
 import pytest
 
 from tests.runs.helpers import DONE, get_run, read_stream, start_run, types, wait_for_status
-from tests.support import Tenant, assert_error, make_thread
+from tests.support import Tenant, assert_error, make_tenant, make_thread
+from threadline.app import create_app
+from threadline.config import Settings
 from threadline.kit.clock import ManualClock
 from threadline.runtime import Services
 
@@ -271,3 +273,25 @@ class TestEndingWhileWaiting:
         events = await read_stream(client, tenant, f"/v1/runs/{run['id']}/stream")
         assert types(events)[-4:] == ["tool_call_complete", "error", "run_completed", DONE]
         assert events[-4]["isError"] is True
+
+
+class TestRestart:
+    async def test_a_waiting_run_survives_a_restart(self, settings: Settings) -> None:
+        """Nothing of a waiting run lives in a process: a new one takes the answer and continues it."""
+        first = create_app(settings, chores=False)
+        async with first.router.lifespan_context(first):
+            tenant = await make_tenant(first.state.runtime.services, "restart")
+            async with httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=first), base_url="http://t"
+            ) as client:
+                run = await waiting_run(client, tenant, [LOOKUP], ("lookup_order", {"id": 1}))
+        second = create_app(settings, chores=False)
+        async with (
+            second.router.lifespan_context(second),
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=second), base_url="http://t") as client,
+        ):
+            body = {"toolOutputs": [{"toolCallId": "call_1", "output": "ok"}]}
+            answered = await post(client, tenant, f"/v1/runs/{run['id']}/tool-outputs", body)
+            assert answered.status_code == 200, answered.text
+            done = await wait_for_status(client, tenant, run["id"], "completed")
+            assert done["error"] is None
