@@ -92,9 +92,7 @@ async def one_round_trip(http: httpx.AsyncClient, auth: dict[str, str], within: 
     return elapsed * 1000
 
 
-async def bring_to_waiting(
-    http: httpx.AsyncClient, auth: dict[str, str], count: int, within: float
-) -> float:
+async def bring_to_waiting(http: httpx.AsyncClient, auth: dict[str, str], count: int, within: float) -> float:
     began = time.monotonic()
     semaphore = asyncio.Semaphore(16)
 
