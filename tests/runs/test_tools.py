@@ -176,6 +176,12 @@ class TestFunctionTools:
         assert_error(
             public, 403, "FORBIDDEN", operation_id="runs.submitToolOutputs", reason="PUBLIC_KEY_NOT_ALLOWED"
         )
+        minted = await post(client, tenant, f"/v1/runs/{run['id']}/stream-tokens", {})
+        token = minted.json()["token"]
+        for path in ("tool-outputs", "approvals"):
+            refused = await client.post(f"/v1/runs/{run['id']}/{path}", params={"token": token}, json=body)
+            assert refused.status_code == 401, refused.text  # a stream token opens its stream, nothing else
+        assert (await get_run(client, tenant, run["id"]))["status"] == "requires_action"
 
     async def test_a_call_of_a_tool_not_offered_fails_and_the_run_goes_on(
         self, client: httpx.AsyncClient, tenant: Tenant
