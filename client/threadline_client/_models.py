@@ -117,10 +117,29 @@ class RunError(ThreadlineModel):
     message: str
 
 
+class ToolCallRequest(ThreadlineModel):
+    """A call the run waits on: ``arguments`` is the parsed object when the model's arguments parse, else
+    the raw text."""
+
+    id: str
+    name: str
+    arguments: Any
+
+
+class RequiredAction(ThreadlineModel):
+    """What a ``requires_action`` run waits for: the outputs of function calls (``submit_tool_outputs``:
+    ``runs.submit_tool_outputs``) or a decision on calls that need approval (``approve_tool_calls``:
+    ``runs.approve``), before ``expires_at``."""
+
+    type: Literal["submit_tool_outputs", "approve_tool_calls"]
+    tool_calls: list[ToolCallRequest]
+    expires_at: str
+
+
 class Run(ThreadlineModel):
     id: str
     thread_id: str
-    status: Literal["queued", "running", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "requires_action", "completed", "failed", "cancelled"]
     model: str
     instructions: str | None
     automation_id: str | None
@@ -130,6 +149,7 @@ class Run(ThreadlineModel):
     created_at: str
     started_at: str | None
     ended_at: str | None
+    required_action: RequiredAction | None = None  # set while the run waits (``requires_action``)
 
 
 class RunStreamToken(ThreadlineModel):
