@@ -76,10 +76,20 @@ class _LiveRun:
             self._line(f"[artifact {event['name']} ({event['mimeType']}, {size} bytes)]")
         elif kind == "error":
             self._line(f"error {event['code']}: {event['message']}", err=True)
+        elif kind == "run_requires_action":
+            self._waiting(event)
         elif kind == "run_completed":
             used = event["usage"]
             tokens = f"in {used['inputTokens']} tokens / out {used['outputTokens']} tokens"
             self._line(f"run {event['status']} ({tokens})")
+
+    def _waiting(self, event: dict[str, Any]) -> None:
+        action = event["requiredAction"]
+        calls = ", ".join(f"{call['name']} {call['id']}" for call in action["toolCalls"])
+        command = "approve" if action["type"] == "approve_tool_calls" else "submit-outputs"
+        what = "approval of" if command == "approve" else "the outputs of"
+        self._line(f"waiting for {what} {calls} until {action['expiresAt']}", err=True)
+        self._line(f"  (threadline runs {command} {event['runId']} …)", err=True)
 
     def end_line(self) -> None:
         if self._open is not None:
