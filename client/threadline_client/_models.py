@@ -117,7 +117,7 @@ class RunError(ThreadlineModel):
     message: str
 
 
-class ToolCallRequest(ThreadlineModel):
+class RequiredToolCall(ThreadlineModel):
     """A call the run waits on: ``arguments`` is the parsed object when the model's arguments parse, else
     the raw text."""
 
@@ -132,7 +132,7 @@ class RequiredAction(ThreadlineModel):
     ``runs.approve``), before ``expires_at``."""
 
     type: Literal["submit_tool_outputs", "approve_tool_calls"]
-    tool_calls: list[ToolCallRequest]
+    tool_calls: list[RequiredToolCall]
     expires_at: str
 
 
@@ -149,7 +149,9 @@ class Run(ThreadlineModel):
     created_at: str
     started_at: str | None
     ended_at: str | None
-    required_action: RequiredAction | None = None  # set while the run waits (``requires_action``)
+    tools: list[dict[str, Any]] | None  # the tool entries as given; None: the built-ins
+    action_timeout_seconds: int
+    required_action: RequiredAction | None  # set while the run waits (``requires_action``)
 
 
 class RunStreamToken(ThreadlineModel):

@@ -40,6 +40,7 @@ from threadline_client._models import (
     Project,
     RateLimit,
     RequiredAction,
+    RequiredToolCall,
     Run,
     RunError,
     RunStreamToken,
@@ -51,7 +52,6 @@ from threadline_client._models import (
     ThreadHit,
     ThreadlineModel,
     ThreadStreamToken,
-    ToolCallRequest,
     Transaction,
 )
 
@@ -84,6 +84,7 @@ __all__ = [
     "RateLimit",
     "ReasoningChunk",
     "RequiredAction",
+    "RequiredToolCall",
     "Run",
     "RunCompleted",
     "RunError",
@@ -102,7 +103,6 @@ __all__ = [
     "ThreadStreamToken",
     "ThreadlineModel",
     "ToolCallComplete",
-    "ToolCallRequest",
     "ToolCallStart",
     "Transaction",
     "UnknownEvent",
