@@ -156,11 +156,13 @@ def test_the_cli_answers_waiting_runs(served_sync: tuple[Served, str]) -> None:
         '#call=create_artifact {"name": "b.txt", "content": "b"}'
     )
     with Threadline(key, served.api_url) as client:
-        approvals = client.runs.create(
-            client.threads.create().id,
-            input=two,
-            tools=[{"type": "builtin", "name": "create_artifact", "requireApproval": True}],
-        )
+        entries = json.dumps([{"type": "builtin", "name": "create_artifact", "requireApproval": True}])
+        thread = client.threads.create().id
+        bad = _cli(served, key, "runs", "create", thread, "--input", two, "--tools", "{}", check=False)
+        assert bad.returncode == 2 and "JSON array" in bad.stderr
+        created = _cli(served, key, "runs", "create", thread, "--input", two, "--tools", entries, "--json")
+        approvals = client.runs.get(json.loads(created.stdout)["id"])
+        assert approvals.tools == json.loads(entries)
         first, second = _waiting(client, approvals.id).tool_calls
         refused = _cli(served, key, "runs", "approve", approvals.id, "--reject", "call_nope", check=False)
         assert refused.returncode == 2 and "not pending" in refused.stderr and first.id in refused.stderr
