@@ -108,8 +108,6 @@ class TestFunctionTools:
         ]
         expires = datetime.fromisoformat(action["expiresAt"])
         assert 590 < (expires - datetime.now(UTC)).total_seconds() <= 600
-        assert services.executor is not None
-        assert run["id"] not in services.executor._running  # no task, no slot
         thread = await client.get(f"/v1/threads/{run['threadId']}", headers=tenant.secret)
         assert thread.json()["activeRunId"] == run["id"]  # the thread stays busy
         busy = await post(client, tenant, f"/v1/threads/{run['threadId']}/runs", {})
@@ -176,6 +174,12 @@ class TestFunctionTools:
         assert_error(
             public, 403, "FORBIDDEN", operation_id="runs.submitToolOutputs", reason="PUBLIC_KEY_NOT_ALLOWED"
         )
+        minted = await post(client, tenant, f"/v1/runs/{run['id']}/stream-tokens", {})
+        token = minted.json()["token"]
+        for path in ("tool-outputs", "approvals"):
+            refused = await client.post(f"/v1/runs/{run['id']}/{path}", params={"token": token}, json=body)
+            assert refused.status_code == 401, refused.text  # a stream token opens its stream, nothing else
+        assert (await get_run(client, tenant, run["id"]))["status"] == "requires_action"
 
     async def test_a_call_of_a_tool_not_offered_fails_and_the_run_goes_on(
         self, client: httpx.AsyncClient, tenant: Tenant
@@ -211,6 +215,19 @@ class TestApprovals:
         outputs = {"toolOutputs": [{"toolCallId": "call_2", "output": 1}]}
         early = await post(client, tenant, f"/v1/runs/{run['id']}/tool-outputs", outputs)
         assert_error(early, 409, "CONFLICT", operation_id="runs.submitToolOutputs", reason="RUN_NOT_WAITING")
+        partial = {"decisions": [{"toolCallId": "call_1", "approve": True}]}
+        incomplete = await post(client, tenant, f"/v1/runs/{run['id']}/approvals", partial)
+        assert_error(
+            incomplete,
+            400,
+            "BAD_REQUEST",
+            operation_id="runs.approve",
+            reason="TOOL_OUTPUTS_INCOMPLETE",
+            missing=["call_3"],
+        )
+        function_call = {"decisions": [{"toolCallId": "call_2", "approve": True}]}
+        unknown = await post(client, tenant, f"/v1/runs/{run['id']}/approvals", function_call)
+        assert_error(unknown, 400, "BAD_REQUEST", operation_id="runs.approve", reason="UNKNOWN_TOOL_CALL")
         decisions = [
             {"toolCallId": "call_1", "approve": True},
             {"toolCallId": "call_3", "approve": False, "reason": "not now"},
@@ -295,3 +312,17 @@ class TestRestart:
             assert answered.status_code == 200, answered.text
             done = await wait_for_status(client, tenant, run["id"], "completed")
             assert done["error"] is None
+
+
+class TestSlots:
+    @pytest.fixture
+    def settings(self, settings: Settings) -> Settings:
+        """One run slot in the process and per organization: a waiting run that kept it would block."""
+        return settings.model_copy(update={"max_concurrent_runs": 1, "default_run_concurrency": 1})
+
+    async def test_waiting_runs_hold_no_slot(self, client: httpx.AsyncClient, tenant: Tenant) -> None:
+        waiting = [await waiting_run(client, tenant, [LOOKUP], ("lookup_order", {})) for _ in range(3)]
+        other = await start_run(client, tenant, await make_thread(client, tenant), input="#notools hi")
+        assert (await wait_for_status(client, tenant, other["id"], "completed"))["error"] is None
+        for run in waiting:
+            assert (await get_run(client, tenant, run["id"]))["status"] == "requires_action"

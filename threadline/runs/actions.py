@@ -64,25 +64,21 @@ async def suspend_run(
     run = await across.get(run_id, for_update=True)
     if run is None or run.status != "running" or run.lease_owner != owner:
         return None
-    action = required_action(*waiting, now + timedelta(seconds=run.action_timeout_seconds))
+    expires_at = now + timedelta(seconds=run.action_timeout_seconds)
+    action = required_action(*waiting, expires_at)
     made = [_event(run, 1, "run_requires_action", {"requiredAction": action}, now)]
-    await conn.execute(
-        runs.update()
-        .where(runs.c.id == run.id)
-        .values(
-            status="requires_action",
-            lease_owner=None,
-            lease_expires_at=None,
-            required_action=action,
-            action_expires_at=now + timedelta(seconds=run.action_timeout_seconds),
-            agent_state=suspension.encode(),
-            event_count=run.event_count + len(made),
-        )
+    return await _write(
+        conn,
+        signals,
+        run,
+        made,
+        status="requires_action",
+        lease_owner=None,
+        lease_expires_at=None,
+        required_action=action,
+        action_expires_at=expires_at,
+        agent_state=suspension.encode(),
     )
-    await events.EventRepository(conn, run.organization_id).insert(run.id, made)
-    await across.refresh_active_run(run.thread_id)
-    _announce(conn, signals, run, made)
-    return await across.get(run.id)
 
 
 async def submit_tool_outputs(
@@ -187,23 +183,29 @@ async def _resume(
         _event(run, i, "tool_call_complete", _completion(call), now)
         for i, call in enumerate(completed, start=1)
     ]
+    return await _write(
+        conn,
+        signals,
+        run,
+        made,
+        status="running",
+        required_action=None,
+        action_expires_at=None,
+        agent_state=state.encode(),
+    )
+
+
+async def _write(conn: Conn, signals: SignalBus, run: Run, made: list[Event], **values: Any) -> Run:
+    """A waiting run's change of state with its events, its thread's active run, and their announcement."""
     await conn.execute(
-        runs.update()
-        .where(runs.c.id == run.id)
-        .values(
-            status="running",
-            required_action=None,
-            action_expires_at=None,
-            agent_state=state.encode(),
-            event_count=run.event_count + len(made),
-        )
+        runs.update().where(runs.c.id == run.id).values(event_count=run.event_count + len(made), **values)
     )
     await events.EventRepository(conn, run.organization_id).insert(run.id, made)
     await RunsAcrossOrganizations(conn).refresh_active_run(run.thread_id)
     _announce(conn, signals, run, made)
-    resumed = await RunsAcrossOrganizations(conn).get(run.id)
-    assert resumed is not None
-    return resumed
+    written = await RunsAcrossOrganizations(conn).get(run.id)
+    assert written is not None
+    return written
 
 
 def _completion(call: PendingCall) -> dict[str, Any]:
