@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from threadline_client._models import LogRecord, RunUsage, ThreadlineModel
+from threadline_client._models import LogRecord, RequiredAction, RunUsage, ThreadlineModel
 
 
 class RunEventBase(ThreadlineModel):
@@ -76,6 +76,14 @@ class ErrorEvent(RunEventBase):
     message: str
 
 
+class RunRequiresAction(RunEventBase):
+    """The run waits for its caller (``required_action``); the stream stays open and goes on once the
+    action is answered."""
+
+    type: Literal["run_requires_action"]
+    required_action: RequiredAction
+
+
 class RunCompleted(RunEventBase):
     """The run's last event; ``[DONE]`` follows."""
 
@@ -106,6 +114,7 @@ RunEvent = (
     | ToolCallComplete
     | ArtifactEvent
     | ErrorEvent
+    | RunRequiresAction
     | RunCompleted
     | UnknownEvent
 )
@@ -121,6 +130,7 @@ _RUN_EVENTS: dict[str, type[RunEventBase]] = {
     "tool_call_complete": ToolCallComplete,
     "artifact": ArtifactEvent,
     "error": ErrorEvent,
+    "run_requires_action": RunRequiresAction,
     "run_completed": RunCompleted,
 }
 

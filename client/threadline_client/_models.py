@@ -118,13 +118,18 @@ class RunError(ThreadlineModel):
 
 
 class RequiredToolCall(ThreadlineModel):
+    """A call the run waits on: ``arguments`` is the parsed object when the model's arguments parse, else
+    the raw text."""
+
     id: str
     name: str
     arguments: Any
 
 
 class RequiredAction(ThreadlineModel):
-    """What a run in ``requires_action`` waits for: ``submit_tool_outputs`` or ``approve_tool_calls``."""
+    """What a ``requires_action`` run waits for: the outputs of function calls (``submit_tool_outputs``:
+    ``runs.submit_tool_outputs``) or a decision on calls that need approval (``approve_tool_calls``:
+    ``runs.approve``), before ``expires_at``."""
 
     type: Literal["submit_tool_outputs", "approve_tool_calls"]
     tool_calls: list[RequiredToolCall]
@@ -144,9 +149,9 @@ class Run(ThreadlineModel):
     created_at: str
     started_at: str | None
     ended_at: str | None
-    tools: list[dict[str, Any]] | None
+    tools: list[dict[str, Any]] | None  # the tool entries as given; None: the built-ins
     action_timeout_seconds: int
-    required_action: RequiredAction | None
+    required_action: RequiredAction | None  # set while the run waits (``requires_action``)
 
 
 class RunStreamToken(ThreadlineModel):

@@ -4,7 +4,7 @@ identity and keys, projects, threads and their messages, runs and their artifact
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from threadline_client._core import NOT_GIVEN, Call, NotGiven, drop_none, given
 from threadline_client._endpoints import Resource, Tr, listing, operation, streaming
@@ -21,17 +21,13 @@ from threadline_client._models import (
     Thread,
     ThreadStreamToken,
 )
+from threadline_client._tools import ToolFunctions, decisions_body, outputs_body, tool_streaming
 
 Strategy = Literal["reject", "enqueue", "interrupt"]
 
 
 def _token_body(ttl_seconds: int | None, origins: Sequence[str] | None) -> dict[str, object]:
     return drop_none(ttlSeconds=ttl_seconds, origins=list(origins) if origins is not None else None)
-
-
-def _decision(tool_call_id: str, value: bool | tuple[bool, str]) -> dict[str, object]:
-    approve, reason = value if isinstance(value, tuple) else (value, None)
-    return drop_none(toolCallId=tool_call_id, approve=approve, reason=reason)
 
 
 class MeResource(Resource[Tr]):
@@ -179,20 +175,22 @@ class Runs(Resource[Tr]):
         instructions: str | None = None,
         metadata: Mapping[str, str] | None = None,
         multitask_strategy: Strategy | None = None,
-        tools: Sequence[Mapping[str, object]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
         action_timeout_seconds: int | None = None,
     ) -> Call[Run]:
         """Queues a run on the thread (``input``, when given, is appended as a user message first).
         ``multitask_strategy``: ``reject`` (the default: ``ConflictError`` RUN_ACTIVE while the thread has
-        an active run), ``enqueue`` or ``interrupt``. ``tools``: the entries of docs/tools.md (default:
-        the built-in tools)."""
+        an active run), ``enqueue`` or ``interrupt``. ``tools``: the tools offered, as on the wire
+        (``{"type": "function", "name", "description", "parameters"}``, ``{"type": "builtin", "name",
+        "requireApproval"}``, ``{"type": "mcp", "serverId", "allowedTools", "requireApproval"}``); without
+        it the three built-in tools. ``action_timeout_seconds`` bounds a wait for the caller (default 600)."""
         body = drop_none(
             input=input,
             model=model,
             instructions=instructions,
             metadata=dict(metadata) if metadata is not None else None,
             multitaskStrategy=multitask_strategy,
-            tools=[dict(entry) for entry in tools] if tools is not None else None,
+            tools=[dict(tool) for tool in tools] if tools is not None else None,
             actionTimeoutSeconds=action_timeout_seconds,
         )
         return Call("POST", f"/threads/{thread_id}/runs", Run.model_validate, json=body)
@@ -213,24 +211,40 @@ class Runs(Resource[Tr]):
         """Ends a queued or running run at once (``ConflictError`` RUN_ENDED when it has ended)."""
         return Call("POST", f"/runs/{run_id}/cancel", Run.model_validate)
 
-    @streaming("runs.stream")
-    def stream(self, run_id: str, *, cursor: str | None = None) -> Call[RunEvent]:
+    @tool_streaming("runs.stream")
+    def stream(
+        self, run_id: str, *, cursor: str | None = None, tools: ToolFunctions | None = None
+    ) -> Call[RunEvent]:
         """The run's events (a finished run's replayed) until ``[DONE]``; with ``cursor``, strictly after
-        that event."""
+        that event. With ``tools`` (``{name: function}``), each wait for function outputs is answered on
+        the way: the functions are called with the call's arguments as keyword arguments (awaited when
+        they return an awaitable, on the async client), and their return values (a string or any JSON
+        value) sent as the outputs, before the ``run_requires_action`` event is yielded. Approvals and
+        calls with no function are yielded unanswered."""
         return Call("GET", f"/runs/{run_id}/stream", run_event, {"cursor": cursor})
 
     @operation("runs.submitToolOutputs")
-    def submit_tool_outputs(self, run_id: str, outputs: Mapping[str, object]) -> Call[Run]:
-        """Answers every pending function call of a run in ``requires_action``: ``{tool_call_id: output}``
-        (a string or any JSON value)."""
-        body = {"toolOutputs": [{"toolCallId": key, "output": value} for key, value in outputs.items()]}
-        return Call("POST", f"/runs/{run_id}/tool-outputs", Run.model_validate, json=body)
+    def submit_tool_outputs(self, run_id: str, tool_outputs: Mapping[str, Any]) -> Call[Run]:
+        """Answers a ``submit_tool_outputs`` wait: ``{toolCallId: output}`` for every pending call, each
+        output a string or any JSON value (it becomes the call's ``result``). ``BadRequestError``
+        TOOL_OUTPUTS_INCOMPLETE (missing ids in ``missing_context``) or UNKNOWN_TOOL_CALL; ``ConflictError``
+        RUN_NOT_WAITING."""
+        return Call(
+            "POST", f"/runs/{run_id}/tool-outputs", Run.model_validate, json=outputs_body(tool_outputs)
+        )
 
     @operation("runs.approve")
-    def approve(self, run_id: str, decisions: Mapping[str, bool | tuple[bool, str]]) -> Call[Run]:
-        """Decides every call a run waits on for approval: ``{tool_call_id: True}`` approves, ``False`` or
-        ``(False, "reason")`` rejects."""
-        body = {"decisions": [_decision(key, value) for key, value in decisions.items()]}
+    def approve(
+        self,
+        run_id: str,
+        *,
+        approved: Sequence[str] = (),
+        rejected: Mapping[str, str | None] | None = None,
+    ) -> Call[Run]:
+        """Decides an ``approve_tool_calls`` wait: the ids ``approved`` execute; ``rejected``
+        (``{toolCallId: reason}``) complete as errors with the reason, and the model goes on. Every
+        pending call in one request; the same errors as ``submit_tool_outputs``."""
+        body = decisions_body(list(approved), dict(rejected or {}))
         return Call("POST", f"/runs/{run_id}/approvals", Run.model_validate, json=body)
 
     @operation("runs.createStreamToken")

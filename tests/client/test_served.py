@@ -195,7 +195,7 @@ async def test_answering_a_waiting_run_with_the_client(served: Served) -> None:
 
         asked = await waiting("approve_tool_calls")
         assert [call.name for call in asked.tool_calls] == ["query_logs"]
-        await aclient.runs.approve(run.id, {"call_1": (False, "no logs today")})
+        await aclient.runs.approve(run.id, rejected={"call_1": "no logs today"})
         asked = await waiting("submit_tool_outputs")
         assert [(call.id, call.arguments) for call in asked.tool_calls] == [("call_2", {})]
         answered = await aclient.runs.submit_tool_outputs(run.id, {"call_2": {"ok": True}})

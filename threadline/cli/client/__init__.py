@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from threadline.cli.client import automations, keys, logs, mcp_servers, runs, threads
+from threadline.cli.client import automations, keys, logs, mcp_servers, run_actions, runs, threads
 from threadline.cli.client.billing import register_billing
 
 __all__ = ["register", "register_billing"]
@@ -14,6 +14,7 @@ def register(app: typer.Typer) -> None:
     keys.register_keys(app)
     threads.register_threads(app)
     logs.register_logs(app)
+    run_actions.register_run_actions()
     runs.register_runs(app)
     automations.register_automations(app)
     mcp_servers.register_mcp_servers(app)

@@ -6,6 +6,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterator
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -76,10 +77,20 @@ class _LiveRun:
             self._line(f"[artifact {event['name']} ({event['mimeType']}, {size} bytes)]")
         elif kind == "error":
             self._line(f"error {event['code']}: {event['message']}", err=True)
+        elif kind == "run_requires_action":
+            self._waiting(event)
         elif kind == "run_completed":
             used = event["usage"]
             tokens = f"in {used['inputTokens']} tokens / out {used['outputTokens']} tokens"
             self._line(f"run {event['status']} ({tokens})")
+
+    def _waiting(self, event: dict[str, Any]) -> None:
+        action = event["requiredAction"]
+        calls = ", ".join(f"{call['name']} {call['id']}" for call in action["toolCalls"])
+        command = "approve" if action["type"] == "approve_tool_calls" else "submit-outputs"
+        what = "approval of" if command == "approve" else "the outputs of"
+        self._line(f"waiting for {what} {calls} until {action['expiresAt']}", err=True)
+        self._line(f"  (threadline runs {command} {event['runId']} …)", err=True)
 
     def end_line(self) -> None:
         if self._open is not None:
@@ -143,6 +154,24 @@ def _follow(run_id: str, events: Callable[[Threadline], Iterator[RunEvent]], jso
     raise typer.Exit(0 if status == "completed" else 1)
 
 
+def _tool_entries(text: str) -> list[dict[str, Any]]:
+    """``--tools``: a JSON array (or ``@FILE`` holding one); exits 2 saying what is wrong. The entries
+    themselves are the API's to check."""
+    source = text
+    if text.startswith("@"):
+        try:
+            source = Path(text[1:]).read_text()
+        except OSError as exc:
+            fail(f"--tools: cannot read {text[1:]}: {exc.strerror}", code=2)
+    try:
+        entries = json.loads(source)
+    except ValueError as exc:
+        fail(f"--tools is not JSON: {exc}", code=2)
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        fail("--tools takes a JSON array of tool entries (objects)", code=2)
+    return entries
+
+
 def create_run(
     thread_id: Annotated[str, typer.Argument(help="Thread id (thr_…).")],
     input: Annotated[
@@ -162,6 +191,16 @@ def create_run(
         ),
     ] = None,
     metadata: Annotated[list[str] | None, typer.Option("--metadata", help="KEY=VALUE, repeatable.")] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            help="The tools offered, a JSON array of entries as the API takes them (@FILE reads a file); "
+            "default: the built-in tools."
+        ),
+    ] = None,
+    action_timeout: Annotated[
+        int | None, typer.Option(help="Seconds the run may wait for its caller (1-86400, default 600).")
+    ] = None,
     stream: Annotated[
         bool, typer.Option("--stream", help="Follow the run live until it ends (Ctrl-C stops following).")
     ] = False,
@@ -172,6 +211,7 @@ def create_run(
     """Start a run on a thread. With --stream, print it live as it happens; exit status: 0 when the run
     completed, 1 when it failed or was cancelled (or on an error)."""
     values = parse_metadata(metadata or [])
+    entries = _tool_entries(tools) if tools is not None else None
     run = fetch(
         lambda c: c.runs.create(
             thread_id,
@@ -180,6 +220,8 @@ def create_run(
             instructions=instructions,
             metadata=values or None,
             multitask_strategy=strategy.value if strategy is not None else None,
+            tools=entries,
+            action_timeout_seconds=action_timeout,
         )
     )
     if not stream:

@@ -7,7 +7,12 @@ and what a batch adds to a block sent earlier (text deltas, a tool's result, the
 out-of-band update of that block's element. So every event is shown once, consecutive deltas read as one
 text, and each batch costs the browser work in proportion to the batch, never to the log (a run of
 10,000 chunks stays cheap). Element ids derive from the events alone (``messageId``, ``toolCallId``),
-so a stream resumed by cursor needs no state of the connection before it."""
+so a stream resumed by cursor needs no state of the connection before it.
+
+A run waiting for its caller (``run_requires_action``) adds a record to the log and the pending action's
+panel (``#run-pending``: Approve and Reject for approvals, "waiting for the customer's code" for function
+calls), and marks its calls' results as waiting. The run writes nothing while it waits, so any later event
+means the wait is over: a batch that completes a call or ends the run empties the panel."""
 
 from __future__ import annotations
 
@@ -36,12 +41,13 @@ def preview(value: Any) -> str:
 class Block:
     """One element of the log, begun by the event numbered ``seq``."""
 
-    kind: str  # started | turn | tool | artifact | error | completed
+    kind: str  # started | turn | tool | action | artifact | error | completed
     seq: int
     event: dict[str, Any]
     reasoning: list[str] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
     result: dict[str, Any] | None = None
+    waiting: str | None = None  # a pending call's: the requiredAction type it waits in
 
     @property
     def key(self) -> str:
@@ -57,7 +63,7 @@ class Block:
 class Update:
     """What events add to a block sent before: deltas appended to ``target``, or its replacement."""
 
-    action: str  # reasoning | text | result | completed
+    action: str  # reasoning | text | result | waiting | pending | resumed | completed
     target: str
     parts: list[str] = field(default_factory=list)
     event: dict[str, Any] | None = None
@@ -73,12 +79,14 @@ class Fold:
     updates: list[Update] = field(default_factory=list)
     completed: dict[str, Any] | None = None  # the run_completed event, once folded
     last_cursor: str | None = None
+    pending: dict[str, Any] | None = None  # the requiredAction still unanswered after the last event
 
 
 _BLOCK_KINDS = {
     "run_started": "started",
     "message_started": "turn",
     "tool_call_start": "tool",
+    "run_requires_action": "action",
     "artifact": "artifact",
     "error": "error",
     "run_completed": "completed",
@@ -89,11 +97,17 @@ def fold(events: list[dict[str, Any]]) -> Fold:
     """``events`` in order (the API's event JSON, decoded)."""
     done = Fold()
     begun: dict[str, Block] = {}
+    answered = False  # a call completed or the run ended: the panel of an earlier wait goes
     for event in events:
         seq = int(str(event["cursor"]).rsplit(".", 1)[1])
         done.last_cursor = event["cursor"]
         type_ = event.get("type")
         kind = _BLOCK_KINDS.get(str(type_))
+        done.pending = None
+        answered = answered or type_ in ("tool_call_complete", "run_completed")
+        if kind == "action":
+            done.pending = event.get("requiredAction") or {}
+            _wait(done, begun, done.pending)
         if kind is not None:
             block = Block(kind, seq, event)
             done.blocks.append(block)
@@ -121,4 +135,19 @@ def fold(events: list[dict[str, Any]]) -> Fold:
             else:
                 done.updates.append(Update("result", key, event=event))
         # text_complete repeats the text its chunks showed: nothing to add.
+    if done.pending is not None:
+        done.updates.append(Update("pending", "run-pending", event=done.pending))
+    elif answered:
+        done.updates.insert(0, Update("resumed", "run-pending"))
     return done
+
+
+def _wait(done: Fold, begun: dict[str, Block], action: dict[str, Any]) -> None:
+    """Marks the calls of ``action`` as waiting: blocks of this fold directly, earlier ones by update."""
+    for call in action.get("toolCalls") or []:
+        key = element_id("tc", call.get("id"))
+        tool = begun.get(key)
+        if tool is not None:
+            tool.waiting = str(action.get("type"))
+        else:
+            done.updates.append(Update("waiting", key, [str(action.get("type"))]))

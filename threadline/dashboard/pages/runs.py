@@ -12,7 +12,7 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Literal, Protocol
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Header, Query, Request
@@ -26,9 +26,9 @@ from threadline.dashboard.web import ViewerDep, render, safe_next
 from threadline.kit import sse
 from threadline.kit.db import Conn
 from threadline.kit.deps import ConnDep, get_services
-from threadline.kit.errors import Conflict
+from threadline.kit.errors import BadRequest, Conflict
 from threadline.kit.signals import SignalBus
-from threadline.runs import events, service
+from threadline.runs import actions, events, service
 from threadline.runs.feeds import Marker, RunFeeds
 from threadline.runs.repository import Run
 
@@ -102,11 +102,11 @@ async def run_events(
         conn, viewer.organization_id, run_id, _later(after, last_event_id)
     )
     follow = services.run_feeds.follow(viewer.organization_id, run.id, after_seq)
-    return sse.EventStreamResponse(_fragments(request, viewer, follow))
+    return sse.EventStreamResponse(_fragments(request, viewer, run.id, follow))
 
 
 async def _fragments(
-    request: Request, viewer: Viewer, follow: AsyncGenerator[Sequence[bytes] | Marker]
+    request: Request, viewer: Viewer, run_id: str, follow: AsyncGenerator[Sequence[bytes] | Marker]
 ) -> AsyncIterator[bytes]:
     """The feed's batches as ``run`` events of HTML (``id:`` the last event's cursor), ``done`` at the
     run's end (the page's ``sse-close``)."""
@@ -121,12 +121,13 @@ async def _fragments(
             elif not isinstance(item, Marker):
                 for start in range(0, len(item), _BATCH):
                     batch = [json.loads(events.data_of(frame)) for frame in item[start : start + _BATCH]]
-                    yield _message(request, viewer, batch)
+                    yield _message(request, viewer, run_id, batch)
 
 
-def _message(request: Request, viewer: Viewer, batch: list[dict[str, Any]]) -> bytes:
+def _message(request: Request, viewer: Viewer, run_id: str, batch: list[dict[str, Any]]) -> bytes:
     folded = fold(batch)
-    html = render(request, "runs/_fragment.html", viewer, fold=folded, preview=preview).body
+    context: dict[str, Any] = {"fold": folded, "preview": preview, "run_id": run_id, "streaming": True}
+    html = render(request, "runs/_fragment.html", viewer, **context).body
     assert folded.last_cursor is not None
     text = bytes(html).decode().strip().replace("\r", "&#13;")
     return sse.named("run", text, folded.last_cursor)
@@ -143,6 +144,31 @@ async def cancel_run(
     """Back to the page the button was on; a run that had already ended is simply shown as it ended."""
     with contextlib.suppress(Conflict):
         await service.cancel_run(conn, services.signals, services.prices, viewer.organization_id, run_id)
+    target = safe_next(back) if back else f"/runs/{quote(run_id, safe='')}"
+    return RedirectResponse(target, status_code=303)
+
+
+@router.post("/runs/{run_id}/approvals")
+async def decide_approvals(
+    run_id: str,
+    viewer: ViewerDep,
+    conn: ConnDep,
+    services: ServicesDep,
+    decision: Annotated[Literal["approve", "reject"], Form()],
+    tool_call_id: Annotated[list[str], Form(min_length=1, max_length=64)],
+    reason: Annotated[str | None, Form(max_length=2000)] = None,
+    back: Annotated[str | None, Form(max_length=2000)] = None,
+) -> Response:
+    """ "Approve" or "Reject" for every call of the pending approval (the calls the page showed), as
+    ``POST /v1/runs/{id}/approvals`` decides them. When the page was stale (someone answered first, the
+    wait expired) the run simply shows its state now."""
+    approve = decision == "approve"
+    decisions = [
+        actions.Decision(key, approve, None if approve else (reason or "").strip() or None)
+        for key in tool_call_id
+    ]
+    with contextlib.suppress(Conflict, BadRequest):
+        await actions.approve_tool_calls(conn, services.signals, viewer.organization_id, run_id, decisions)
     target = safe_next(back) if back else f"/runs/{quote(run_id, safe='')}"
     return RedirectResponse(target, status_code=303)
 
