@@ -26,6 +26,7 @@ from threadline.telemetry.endpoints import router as logs_router
 from threadline.telemetry.misdirected import MisdirectedIntake
 from threadline.threads.endpoints import router as threads_router
 from threadline.threads.fast_list import LIST_ROUTE, ThreadListEndpoint
+from threadline.webhooks.endpoints import router as webhooks_router
 
 # Paths the API app answers itself; every other path is the dashboard's.
 _API_PATHS = ("/v1", "/docs", "/healthz", "/readyz")
@@ -63,6 +64,7 @@ def create_app(
         settings_router,
         automations_router,
         mcp_servers_router,
+        webhooks_router,
         search_router,
         billing_router,
         logs_router,

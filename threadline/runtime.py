@@ -50,6 +50,7 @@ from threadline.telemetry.tail import LogTails
 from threadline.telemetry.tool import QUERY_LOGS
 from threadline.telemetry.writer import LogAppender, LogWriter
 from threadline.threads.service import ThreadDeletion, ThreadInserts, thread_inserts
+from threadline.webhooks.dispatcher import WebhookDispatcher
 
 if TYPE_CHECKING:
     from threadline.automations.endpoints import AutomationServices
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
     from threadline.telemetry.intake import IntakeServices
     from threadline.threads.endpoints import ThreadServices
     from threadline.threads.fast_list import ListServices
+    from threadline.webhooks.endpoints import WebhookServices
 
 
 @dataclass(slots=True)
@@ -106,6 +108,8 @@ class Services:
     # (None: no key configured on the distributed shape, so no secret can be stored).
     egress: EgressPolicy = field(default_factory=EgressPolicy)
     secret_box: SecretBox | None = None
+    # Sends webhook deliveries (every process that handles runs; None: the intake alone).
+    webhooks: WebhookDispatcher | None = None
 
     def close_streams(self) -> None:
         """Ends live tails and run streams (at shutdown): their clients resume elsewhere by cursor."""
@@ -150,12 +154,13 @@ if TYPE_CHECKING:
         KeysPageServices,
         LogServices,
         McpServerServices,
+        WebhookServices,
     ]:
         """Never run: mypy checks here that ``Services`` holds what each consumer reads from it (they
         receive it untyped, from the app's ``Runtime``, and name only what they read): every endpoint's,
         middleware's and dashboard page's protocol."""
         s = services
-        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
+        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
 
 
 def builtin_tools(search: SearchBackend) -> Tools:
@@ -273,11 +278,13 @@ async def open_services(
                 embedded=db.dialect_name == "sqlite",
             ),
         )
+        if runs != "off":
+            services.webhooks = WebhookDispatcher(db, signals, clock, services.egress, services.secret_box)
         stack.callback(services.close_streams)  # after the executor's runs end, before the writers close
         await signals.start()
         authenticator.start()
         await log_triggers.start()
-        for part in (executor, scheduler, services.chores):
+        for part in (executor, scheduler, services.chores, services.webhooks):
             if part is not None:
                 stack.push_async_callback(part.aclose)
                 part.start()

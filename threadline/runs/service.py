@@ -25,7 +25,7 @@ from threadline.kit.pagination import CursorParams
 from threadline.kit.signals import SignalBus
 from threadline.messages.service import append_message
 from threadline.organizations.repository import Organization
-from threadline.runs import events
+from threadline.runs import events, outbox
 from threadline.runs.artifacts import Artifact, ArtifactRepository
 from threadline.runs.events import RUN_COMPLETED, RUN_EVENTS, Event
 from threadline.runs.repository import Run, RunRepository, RunsAcrossOrganizations, Status
@@ -271,16 +271,7 @@ async def _end(
     await across.set_status(run.id, status, at=now, error=error, events=len(made))
     await across.refresh_active_run(run.thread_id)
     await _charge(conn, prices, run)
-    announcement = events.announcement(run.organization_id, run.id, made)
-
-    async def announce() -> None:
-        await signals.publish(RUN_EVENTS, announcement)
-        if status == "cancelled":
-            await signals.publish(RUN_CANCELLED, run.id)
-        await signals.publish(RUNS_QUEUED, run.id)  # the thread's next queued run may start
-
-    after_commit(conn, announce)
-    return replace(
+    ended = replace(
         run,
         status=status,
         ended_at=now,
@@ -289,6 +280,18 @@ async def _end(
         error_message=error[1] if error else None,
         lease_owner=None,
     )
+    await outbox.record(conn, ended, outbox.ENDED[status], now)
+    announcement = events.announcement(run.organization_id, run.id, made)
+
+    async def announce() -> None:
+        await signals.publish(RUN_EVENTS, announcement)
+        if status == "cancelled":
+            await signals.publish(RUN_CANCELLED, run.id)
+        await signals.publish(RUNS_QUEUED, run.id)  # the thread's next queued run may start
+        await signals.publish(outbox.OUTBOX_WRITTEN, run.id)
+
+    after_commit(conn, announce)
+    return ended
 
 
 async def _charge(conn: Conn, prices: Prices, run: Run) -> None:
