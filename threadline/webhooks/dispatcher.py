@@ -42,7 +42,8 @@ TIMEOUT_SECONDS = 10.0
 BACKOFF_SECONDS = (5, 300, 1800, 7200, 18000, 36000, 36000)
 POLL_SECONDS = 1.0
 CONCURRENCY = 64
-_LEASE = timedelta(seconds=TIMEOUT_SECONDS + 50)
+# A claim outlives the attempt it covers by a margin; past it, a dead sender's attempt is taken up again.
+_LEASE = timedelta(seconds=TIMEOUT_SECONDS + 5)
 _STOP_SECONDS = 5.0
 
 
