@@ -12,6 +12,7 @@ from threadline.billing.endpoints import router as billing_router
 from threadline.config import Settings
 from threadline.contract import build_contract, render
 from threadline.dashboard.app import create_dashboard
+from threadline.idempotency.middleware import IdempotencyMiddleware
 from threadline.intake_app import create_intake_app
 from threadline.keys.endpoints import router as keys_router
 from threadline.mcp_servers.endpoints import router as mcp_servers_router
@@ -50,6 +51,7 @@ def create_app(
         settings,
         services,
         outer=[(MisdirectedIntake, {"intake_port": intake_port})],
+        inner=[(IdempotencyMiddleware, {})],
         served_before_routing=(ThreadListEndpoint, LIST_ROUTE),
         chores=chores,
     )

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from threadline.dashboard.streams import StreamServices
     from threadline.dashboard.web import PageServices
     from threadline.health import ProbedServices
+    from threadline.idempotency.middleware import IdempotencyServices
     from threadline.keys.endpoints import KeyServices
     from threadline.keys.middleware import AccessServices
     from threadline.keys.stream_access import TokenServices
@@ -155,12 +156,13 @@ if TYPE_CHECKING:
         LogServices,
         McpServerServices,
         WebhookServices,
+        IdempotencyServices,
     ]:
         """Never run: mypy checks here that ``Services`` holds what each consumer reads from it (they
         receive it untyped, from the app's ``Runtime``, and name only what they read): every endpoint's,
         middleware's and dashboard page's protocol."""
         s = services
-        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
+        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
 
 
 def builtin_tools(search: SearchBackend) -> Tools:

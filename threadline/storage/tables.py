@@ -3,6 +3,7 @@
 from threadline.automations.tables import automation_firings, automations
 from threadline.billing.tables import billing_accounts, billing_transactions
 from threadline.dashboard.tables import dashboard_sessions
+from threadline.idempotency.tables import idempotency_keys
 from threadline.keys.tables import api_keys, stream_tokens
 from threadline.kit.columns import metadata
 from threadline.mcp_servers.tables import mcp_servers
@@ -44,6 +45,7 @@ __all__ = [
     "billing_accounts",
     "billing_transactions",
     "dashboard_sessions",
+    "idempotency_keys",
     "is_declared",
     "log_records",
     "log_sequence",
