@@ -51,6 +51,7 @@ from threadline_client._models import (
     ThreadStreamToken,
     Transaction,
 )
+from threadline_client._webhooks import Webhook, WebhookCreated, WebhookDelivery
 
 __all__ = [
     "Accepted",
@@ -100,4 +101,7 @@ __all__ = [
     "ToolCallStart",
     "Transaction",
     "UnknownEvent",
+    "Webhook",
+    "WebhookCreated",
+    "WebhookDelivery",
 ]
