@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from threadline.dashboard.pages.search import SearchPageServices
     from threadline.dashboard.pages.settings import SettingsPageServices
     from threadline.dashboard.pages.threads import ThreadPageServices
+    from threadline.dashboard.pages.webhooks import WebhookPageServices
     from threadline.dashboard.passwords import AttemptServices
     from threadline.dashboard.signin import SignInServices
     from threadline.dashboard.streams import StreamServices
@@ -157,12 +158,13 @@ if TYPE_CHECKING:
         McpServerServices,
         WebhookServices,
         IdempotencyServices,
+        WebhookPageServices,
     ]:
         """Never run: mypy checks here that ``Services`` holds what each consumer reads from it (they
         receive it untyped, from the app's ``Runtime``, and name only what they read): every endpoint's,
         middleware's and dashboard page's protocol."""
         s = services
-        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
+        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
 
 
 def builtin_tools(search: SearchBackend) -> Tools:
