@@ -247,9 +247,25 @@ async def open_services(
         run_feeds = RunFeeds(db, signals)
         search = search_backend(db.dialect_name)
         executor = scheduler = None
+        egress = EgressPolicy(settings.egress_allow)
+        box = configured_box(
+            settings.encryption_key.get_secret_value() if settings.encryption_key else None,
+            settings.data_dir,
+            embedded=db.dialect_name == "sqlite",
+        )
         if runs != "off":
             execute = runs == "worker" or settings.executes_runs_in_server
-            executor = RunExecutor(db, signals, builtin_tools(search), settings, prices, execute=execute)
+            executor = RunExecutor(
+                db,
+                signals,
+                builtin_tools(search),
+                settings,
+                prices,
+                execute=execute,
+                clock=clock,
+                box=box,
+                egress=egress,
+            )
             if execute:
                 scheduler = Scheduler(
                     db, signals, prices, clock, interval=settings.scheduler_interval_seconds
@@ -275,12 +291,8 @@ async def open_services(
             retention=retention,
             postings=sealer,
             chores=Chores(retention, sealer, SessionSweeper(db, clock, settings)) if chores else None,
-            egress=EgressPolicy(settings.egress_allow),
-            secret_box=configured_box(
-                settings.encryption_key.get_secret_value() if settings.encryption_key else None,
-                settings.data_dir,
-                embedded=db.dialect_name == "sqlite",
-            ),
+            egress=egress,
+            secret_box=box,
         )
         if runs != "off":
             services.webhooks = WebhookDispatcher(db, signals, clock, services.egress, services.secret_box)

@@ -117,10 +117,24 @@ class RunError(ThreadlineModel):
     message: str
 
 
+class RequiredToolCall(ThreadlineModel):
+    id: str
+    name: str
+    arguments: Any
+
+
+class RequiredAction(ThreadlineModel):
+    """What a run in ``requires_action`` waits for: ``submit_tool_outputs`` or ``approve_tool_calls``."""
+
+    type: Literal["submit_tool_outputs", "approve_tool_calls"]
+    tool_calls: list[RequiredToolCall]
+    expires_at: str
+
+
 class Run(ThreadlineModel):
     id: str
     thread_id: str
-    status: Literal["queued", "running", "completed", "failed", "cancelled"]
+    status: Literal["queued", "running", "requires_action", "completed", "failed", "cancelled"]
     model: str
     instructions: str | None
     automation_id: str | None
@@ -130,6 +144,9 @@ class Run(ThreadlineModel):
     created_at: str
     started_at: str | None
     ended_at: str | None
+    tools: list[dict[str, Any]] | None
+    action_timeout_seconds: int
+    required_action: RequiredAction | None
 
 
 class RunStreamToken(ThreadlineModel):

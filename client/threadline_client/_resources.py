@@ -29,6 +29,11 @@ def _token_body(ttl_seconds: int | None, origins: Sequence[str] | None) -> dict[
     return drop_none(ttlSeconds=ttl_seconds, origins=list(origins) if origins is not None else None)
 
 
+def _decision(tool_call_id: str, value: bool | tuple[bool, str]) -> dict[str, object]:
+    approve, reason = value if isinstance(value, tuple) else (value, None)
+    return drop_none(toolCallId=tool_call_id, approve=approve, reason=reason)
+
+
 class MeResource(Resource[Tr]):
     @operation("me.get")
     def get(self) -> Call[Me]:
@@ -174,16 +179,21 @@ class Runs(Resource[Tr]):
         instructions: str | None = None,
         metadata: Mapping[str, str] | None = None,
         multitask_strategy: Strategy | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
+        action_timeout_seconds: int | None = None,
     ) -> Call[Run]:
         """Queues a run on the thread (``input``, when given, is appended as a user message first).
         ``multitask_strategy``: ``reject`` (the default: ``ConflictError`` RUN_ACTIVE while the thread has
-        an active run), ``enqueue`` or ``interrupt``."""
+        an active run), ``enqueue`` or ``interrupt``. ``tools``: the entries of docs/tools.md (default:
+        the built-in tools)."""
         body = drop_none(
             input=input,
             model=model,
             instructions=instructions,
             metadata=dict(metadata) if metadata is not None else None,
             multitaskStrategy=multitask_strategy,
+            tools=[dict(entry) for entry in tools] if tools is not None else None,
+            actionTimeoutSeconds=action_timeout_seconds,
         )
         return Call("POST", f"/threads/{thread_id}/runs", Run.model_validate, json=body)
 
@@ -208,6 +218,20 @@ class Runs(Resource[Tr]):
         """The run's events (a finished run's replayed) until ``[DONE]``; with ``cursor``, strictly after
         that event."""
         return Call("GET", f"/runs/{run_id}/stream", run_event, {"cursor": cursor})
+
+    @operation("runs.submitToolOutputs")
+    def submit_tool_outputs(self, run_id: str, outputs: Mapping[str, object]) -> Call[Run]:
+        """Answers every pending function call of a run in ``requires_action``: ``{tool_call_id: output}``
+        (a string or any JSON value)."""
+        body = {"toolOutputs": [{"toolCallId": key, "output": value} for key, value in outputs.items()]}
+        return Call("POST", f"/runs/{run_id}/tool-outputs", Run.model_validate, json=body)
+
+    @operation("runs.approve")
+    def approve(self, run_id: str, decisions: Mapping[str, bool | tuple[bool, str]]) -> Call[Run]:
+        """Decides every call a run waits on for approval: ``{tool_call_id: True}`` approves, ``False`` or
+        ``(False, "reason")`` rejects."""
+        body = {"decisions": [_decision(key, value) for key, value in decisions.items()]}
+        return Call("POST", f"/runs/{run_id}/approvals", Run.model_validate, json=body)
 
     @operation("runs.createStreamToken")
     def create_stream_token(

@@ -38,6 +38,8 @@ MODELS: dict[type[BaseModel], str] = {
     t.Organization: "OrganizationOut",
     t.Project: "ProjectOut",
     t.RateLimit: "RateLimitOut",
+    t.RequiredAction: "RequiredAction",
+    t.RequiredToolCall: "RequiredToolCall",
     t.Run: "RunOut",
     t.RunError: "RunError",
     t.RunStreamToken: "RunStreamTokenOut",

@@ -4,6 +4,7 @@ frames too) by a proxy, resumed with nothing lost or repeated."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -170,3 +171,37 @@ async def test_intake_health_and_log_stream(served: Served) -> None:
     ):
         intake_only.threads.list()
     assert "THREADLINE_API_KEY" in str(no_key.value)
+
+
+async def test_answering_a_waiting_run_with_the_client(served: Served) -> None:
+    """``runs.approve`` then ``runs.submit_tool_outputs`` on a run that waits for both, typed on the way."""
+    tenant = await served.organization("Tools")
+    tools = [
+        {"type": "builtin", "name": "query_logs", "requireApproval": True},
+        {"type": "function", "name": "f"},
+    ]
+    prompt = "#call=query_logs {}\n#call=f {}"
+    async with AsyncThreadline(tenant.created.secret_value, served.api_url) as aclient:
+        thread = await aclient.threads.create()
+        run = await aclient.runs.create(thread.id, tools=tools, input=prompt)
+
+        async def waiting(kind: str) -> Any:
+            async with asyncio.timeout(15):
+                while True:
+                    found = await aclient.runs.get(run.id)
+                    if found.required_action is not None and found.required_action.type == kind:
+                        return found.required_action
+                    await asyncio.sleep(0.02)
+
+        asked = await waiting("approve_tool_calls")
+        assert [call.name for call in asked.tool_calls] == ["query_logs"]
+        await aclient.runs.approve(run.id, {"call_1": (False, "no logs today")})
+        asked = await waiting("submit_tool_outputs")
+        assert [(call.id, call.arguments) for call in asked.tool_calls] == [("call_2", {})]
+        answered = await aclient.runs.submit_tool_outputs(run.id, {"call_2": {"ok": True}})
+        assert answered.status == "running"
+        events = [event.to_dict() async for event in aclient.runs.stream(run.id)]
+    completes = {e["toolCallId"]: e for e in events if e["type"] == "tool_call_complete"}
+    assert completes["call_1"]["result"] == {"error": "rejected", "reason": "no logs today"}
+    assert completes["call_2"]["result"] == {"ok": True}
+    assert events[-1]["type"] == "run_completed"

@@ -54,6 +54,9 @@ RUN = {
     "createdAt": "2026-11-25T00:00:00Z",
     "startedAt": None,
     "endedAt": None,
+    "tools": None,
+    "actionTimeoutSeconds": 600,
+    "requiredAction": None,
 }
 ARTIFACT = {
     "id": "art_1",

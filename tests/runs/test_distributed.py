@@ -162,3 +162,40 @@ def test_two_workers_hold_an_organization_to_its_run_concurrency(
         assert statuses() == ["queued"] * 2 + ["running"] * 4
         for run in stuck:
             http.post(f"/v1/runs/{run}/cancel", headers=tenant.secret)
+
+
+def test_a_waiting_run_is_answered_on_any_process_and_continued_by_any_worker(
+    backend: Backend, settings: Settings, tenant: Tenant
+) -> None:
+    """The run waits with no task and no lease: its worker stops, another starts, the answer reaches the
+    other API process, and the one stream opened before the wait runs on to [DONE]."""
+    env = {**backend.env(settings), "THREADLINE_RUN_LEASE_SECONDS": str(LEASE_SECONDS)}
+    tools = [{"type": "function", "name": "lookup_order"}]
+    with running_server(env) as a, running_server(env) as b, httpx.Client() as http:
+        thread = post(http, f"{a.api_url}/v1/threads", tenant)["id"]
+        run = post(
+            http,
+            f"{a.api_url}/v1/threads/{thread}/runs",
+            tenant,
+            tools=tools,
+            input='#call=lookup_order {"id": 7}',
+        )
+        with ThreadPoolExecutor(1) as pool:
+            whole = pool.submit(stream, http, f"{a.api_url}/v1/runs/{run['id']}/stream", tenant)
+            with running_worker(env) as first:
+                waiting = wait_for(http, f"{a.api_url}/v1/runs/{run['id']}", tenant, "requires_action", 30)
+            assert first.process.returncode is not None  # stopped: nothing holds the run now
+            assert waiting["requiredAction"]["toolCalls"][0]["arguments"] == {"id": 7}
+            with running_worker(env):
+                outputs = [{"toolCallId": "call_1", "output": {"status": "shipped"}}]
+                answered = post(
+                    http, f"{b.api_url}/v1/runs/{run['id']}/tool-outputs", tenant, toolOutputs=outputs
+                )
+                assert answered["status"] == "running"
+                wait_for(http, f"{b.api_url}/v1/runs/{run['id']}", tenant, "completed", 30)
+                events = whole.result(timeout=30)
+    kinds = [e if e == DONE else e["type"] for e in events]
+    assert kinds[:4] == ["run_started", "tool_call_start", "run_requires_action", "tool_call_complete"]
+    assert kinds[-2:] == ["run_completed", DONE]
+    text = next(e["text"] for e in events if e != DONE and e["type"] == "text_complete")
+    assert text == 'lookup_order returned {"status":"shipped"}.'

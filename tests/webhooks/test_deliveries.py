@@ -153,3 +153,19 @@ def _parse(value: str):  # type: ignore[no-untyped-def]
     from datetime import datetime
 
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+async def test_a_run_waiting_for_its_caller_is_delivered(
+    client: httpx.AsyncClient, tenant: Tenant, receiver: Receiver
+) -> None:
+    path = f"/waiting-{tenant.org_id}"
+    hook = await register(client, tenant, receiver.url + path, events=["run.requires_action"])
+    thread = await make_thread(client, tenant)
+    tool = {"type": "function", "name": "lookup_order", "parameters": {"type": "object"}}
+    run = await start_run(client, tenant, thread, tools=[tool], input='#call=lookup_order {"id": 7}')
+    waiting = await wait_for_status(client, tenant, run["id"], "requires_action")
+    [received] = await asyncio.to_thread(receiver.wait_for, path)
+    payload = verified(hook["secret"], received)
+    assert payload["type"] == "run.requires_action"
+    assert payload["data"]["id"] == run["id"] and payload["data"]["status"] == "requires_action"
+    assert payload["data"]["requiredAction"] == waiting["requiredAction"]

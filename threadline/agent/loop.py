@@ -6,6 +6,10 @@ its ``text_complete`` event (same transaction), under the announced id: with the
 for a turn that only reasoned and called tools (the tools it called are named in ``metadata.toolCalls``),
 so every ``messageId`` a client sees in a run's events can be read once the run has ended. A run that ends
 mid-turn has its message written by its end (``threadline.runs.unfinished``).
+
+A turn whose calls need the caller (an approval, a function tool's output) ends the loop with a
+``Suspension`` (agent.suspension) once the calls the server may run have run: the run waits, holding
+nothing, and the loop is entered again with it (``resume``) after the caller answered.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from threadline.agent.models import (
     Usage,
 )
 from threadline.agent.recorder import Effect, Recorder
+from threadline.agent.suspension import PendingCall, Suspension, parsed_arguments
 from threadline.agent.tools import ToolContext, Tools
 from threadline.kit.db import Conn
 from threadline.kit.ids import new_id
@@ -39,32 +44,63 @@ DEFAULT_INSTRUCTIONS = (
 )
 
 
-async def run_agent(model: Model, tools: Tools, context: ToolContext, history: Sequence[ChatMessage]) -> None:
-    """Raises ``ModelError`` when a turn fails or the model never stops calling tools."""
+async def run_agent(
+    model: Model,
+    tools: Tools,
+    context: ToolContext,
+    history: Sequence[ChatMessage],
+    resume: Suspension | None = None,
+) -> Suspension | None:
+    """Runs the model to its answer (None), or to a turn that waits for the caller (its ``Suspension``).
+    Raises ``ModelError`` when a turn fails or the model never stops calling tools."""
     recorder = context.recorder
-    messages = list(history)
-    for _ in range(MAX_TURNS):
+    messages = list(resume.messages) if resume is not None else list(history)
+    turns = resume.turns if resume is not None else 0
+    pending = resume.calls if resume is not None else None
+    while True:
+        if pending is not None:
+            if await _settle(tools, context, pending):
+                return Suspension(messages, pending, turns)
+            messages += [ChatMessage("tool", json.dumps(c.result), tool_call_id=c.id) for c in pending]
+        if turns >= MAX_TURNS:
+            raise ModelError("MAX_TURNS", f"The model called tools for {MAX_TURNS} turns without answering.")
         content, calls = await _turn(model, tools, recorder, messages)
+        turns += 1
         messages.append(ChatMessage("assistant", content or None, tool_calls=tuple(calls)))
         if not calls:
-            return
-        for call in calls:
+            return None
+        pending = [PendingCall(c.id, c.name, c.arguments, tools.kind(c)) for c in calls]
+        # A turn the server answers alone shows each call's start then its end; one that waits for the
+        # caller shows every start first, then ``run_requires_action``, then the ends.
+        alone = all(c.kind == "execute" for c in pending)
+        for call in pending:
             await recorder.emit(
                 "tool_call_start",
-                {"toolCallId": call.id, "name": call.name, "arguments": _arguments(call.arguments)},
+                {"toolCallId": call.id, "name": call.name, "arguments": parsed_arguments(call.arguments)},
             )
-            result = await tools.call(context, call)
-            await recorder.emit(
-                "tool_call_complete",
-                {
-                    "toolCallId": call.id,
-                    "name": call.name,
-                    "result": result.value,
-                    "isError": result.is_error,
-                },
-            )
-            messages.append(ChatMessage("tool", json.dumps(result.value), tool_call_id=call.id))
-    raise ModelError("MAX_TURNS", f"The model called tools for {MAX_TURNS} turns without answering.")
+            if alone:
+                result = await tools.call(context, call.call)
+                await _complete(context, call, result.value, result.is_error)
+
+
+async def _settle(tools: Tools, context: ToolContext, pending: list[PendingCall]) -> bool:
+    """Runs what the server may run of a turn's calls (and completes the rejected ones); whether the turn
+    still waits for the caller. Approvals are asked before function outputs."""
+    for call in pending:
+        if call.done:
+            continue
+        if call.kind == "execute" or (call.kind == "approval" and call.approved):
+            result = await tools.call(context, call.call)
+            await _complete(context, call, result.value, result.is_error)
+    return Suspension([], pending, 0).waiting_for() is not None
+
+
+async def _complete(context: ToolContext, call: PendingCall, result: Any, is_error: bool) -> None:
+    call.complete(result, is_error)
+    await context.recorder.emit(
+        "tool_call_complete",
+        {"toolCallId": call.id, "name": call.name, "result": result, "isError": is_error},
+    )
 
 
 async def _turn(
@@ -115,14 +151,6 @@ def _tool_calls_metadata(calls: Sequence[ToolCall]) -> dict[str, str]:
             break
         names = joined
     return {"toolCalls": names} if names else {}
-
-
-def _arguments(raw: str) -> Any:
-    """The arguments as an object when they parse (what clients want to show), else as the model sent them."""
-    try:
-        return json.loads(raw or "{}")
-    except ValueError:
-        return raw
 
 
 def _write_message(

@@ -17,6 +17,9 @@ docs/behaviour.md, "Models and tools"):
 - ``#delay=MS``: wait MS milliseconds (up to 60,000) before each delta: a slow model, to watch or cancel.
 - ``#fail``: after the first reasoning chunk the model fails: the run ends ``failed`` with an ``error``
   event of code ``MODEL_ERROR``.
+- ``#call=NAME {json object}``, one line per call: instead of its usual tools, the model calls each NAME
+  (offered or not) with those arguments, all in one turn (ids ``call_1``, ``call_2``…); then it answers
+  quoting each result as compact JSON.
 
 Token usage counts words: input = the words of every message sent, output = the deltas produced.
 """
@@ -45,6 +48,7 @@ NAME = "offline/scripted"
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 _CHUNKS = re.compile(r"#chunks=(\d+)")
 _DELAY = re.compile(r"#delay=(\d+)")
+_CALL = re.compile(r"^\s*#call=([A-Za-z0-9_-]{1,64})[ \t]*(.*?)\s*$", re.MULTILINE)
 MAX_CHUNKS = 100_000
 MAX_DELAY_MS = 60_000
 
@@ -91,6 +95,19 @@ class ScriptedModel:
             if directives.delay:
                 await asyncio.sleep(directives.delay)
 
+        requested = _requested_calls(prompt)
+        if requested:
+            if not calls:
+                for call in requested:
+                    yield ToolCallReady(call)
+                yield Usage(sum(_words(m.content) + 1 for m in messages), len(requested))
+                return
+            for text in _split(_quoted_results(calls, results)):
+                await pace()
+                produced += 1
+                yield TextDelta(text)
+            yield Usage(sum(_words(m.content) + 1 for m in messages), produced)
+            return
         if not directives.tools or not available >= {"search_messages", "query_logs", "create_artifact"}:
             step = "answer"
         elif not calls:
@@ -140,6 +157,28 @@ class ScriptedModel:
                 produced += 1
                 yield TextDelta(text)
         yield Usage(sum(_words(m.content) + 1 for m in messages), produced)
+
+
+def _requested_calls(prompt: str) -> list[ToolCall]:
+    """The ``#call=`` lines, in order; arguments that are not a JSON object are sent as written (the tool,
+    or the caller, reports them)."""
+    found = []
+    for index, match in enumerate(_CALL.finditer(prompt), start=1):
+        arguments = match[2] or "{}"
+        found.append(ToolCall(f"call_{index}", match[1], arguments))
+    return found
+
+
+def _quoted_results(calls: Sequence[ToolCall], results: dict[str | None, str]) -> str:
+    quoted = []
+    for call in calls:
+        raw = results.get(call.id, "null")
+        try:
+            compact = json.dumps(json.loads(raw), separators=(",", ":"), ensure_ascii=False)
+        except ValueError:
+            compact = raw
+        quoted.append(f"{call.name} returned {compact}")
+    return "; ".join(quoted) + "."
 
 
 def _split(text: str) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Protocol
 from fastapi import APIRouter, Depends, Header, Query, Request
 
 from threadline.access.principal import StreamSlot, principal_of
+from threadline.agent.tool_entries import check_entries, entries_json
 from threadline.billing.prices import Prices
 from threadline.keys import stream_tokens
 from threadline.kit.clock import Clock
@@ -18,15 +19,17 @@ from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
 from threadline.kit.signals import SignalBus
 from threadline.kit.sse import DONE, EventStreamResponse, resume_cursor
-from threadline.runs import service
+from threadline.runs import actions, service
 from threadline.runs.feeds import RunFeeds
 from threadline.runs.schemas import (
+    ApprovalsSubmit,
     ArtifactOut,
     RunCreate,
     RunOut,
     RunStreamTokenOut,
     StreamTokenCreate,
     ThreadStreamTokenOut,
+    ToolOutputsSubmit,
 )
 from threadline.threads.service import get_thread
 
@@ -75,10 +78,13 @@ async def create_run(
 ) -> RunOut:
     """Queues a run on the thread (`input`, when given, is appended as a user message first). Stream it
     with `GET /runs/{runId}/stream`; a thread runs one run at a time (see `multitaskStrategy`)."""
+    organization = principal_of(request).organization
+    if body.tools is not None:
+        await check_entries(conn, organization.id, body.tools)
     run = await service.create_run(
         conn,
         services.signals,
-        principal_of(request).organization,
+        organization,
         threadId,
         model=body.model,
         instructions=body.instructions,
@@ -86,6 +92,8 @@ async def create_run(
         metadata=body.metadata,
         prices=services.prices,
         strategy=body.multitask_strategy,
+        tools=entries_json(body.tools) if body.tools is not None else None,
+        action_timeout_seconds=body.action_timeout_seconds,
     )
     return RunOut.of(run)
 
@@ -120,6 +128,45 @@ async def cancel_run(runId: str, request: Request, conn: ConnDep, services: Serv
     `run_completed` (status `cancelled`) and `[DONE]`. A run that has ended is 409 `RUN_ENDED`."""
     run = await service.cancel_run(
         conn, services.signals, services.prices, principal_of(request).organization_id, runId
+    )
+    return RunOut.of(run)
+
+
+@router.post(
+    "/v1/runs/{runId}/tool-outputs",
+    operation_id="runs.submitToolOutputs",
+    response_model=RunOut,
+    responses=errors(400, 404, 409, 413, *AUTHENTICATED),
+)
+async def submit_tool_outputs(
+    runId: str, body: ToolOutputsSubmit, request: Request, conn: ConnDep, services: ServicesDep
+) -> RunOut:
+    """Answers a run waiting in `requires_action` for `submit_tool_outputs`: every pending call in one
+    request (else 400 `TOOL_OUTPUTS_INCOMPLETE`, the missing ids in `missingContext`); an id not pending is
+    400 `UNKNOWN_TOOL_CALL`; a run not waiting for outputs is 409 `RUN_NOT_WAITING`. Each `output` becomes
+    its call's `result` (`tool_call_complete`), and the run goes on."""
+    outputs = [(o.tool_call_id, o.output) for o in body.tool_outputs]
+    run = await actions.submit_tool_outputs(
+        conn, services.signals, principal_of(request).organization_id, runId, outputs
+    )
+    return RunOut.of(run)
+
+
+@router.post(
+    "/v1/runs/{runId}/approvals",
+    operation_id="runs.approve",
+    response_model=RunOut,
+    responses=errors(400, 404, 409, 413, *AUTHENTICATED),
+)
+async def approve_tool_calls(
+    runId: str, body: ApprovalsSubmit, request: Request, conn: ConnDep, services: ServicesDep
+) -> RunOut:
+    """Decides the calls a run waits on for `approve_tool_calls`, with the same rules as
+    `runs.submitToolOutputs`. An approved call executes; a rejected one completes `isError` with result
+    `{"error": "rejected", "reason": …}`; the model goes on either way."""
+    decisions = [actions.Decision(d.tool_call_id, d.approve, d.reason) for d in body.decisions]
+    run = await actions.approve_tool_calls(
+        conn, services.signals, principal_of(request).organization_id, runId, decisions
     )
     return RunOut.of(run)
 

@@ -33,19 +33,23 @@ from typing import Any
 from threadline.agent.loop import DEFAULT_INSTRUCTIONS, run_agent
 from threadline.agent.models import ChatMessage, ModelError
 from threadline.agent.registry import Models
+from threadline.agent.suspension import Suspension
 from threadline.agent.tools import ToolContext, Tools
 from threadline.billing.prices import Prices
 from threadline.config import Settings
-from threadline.kit.clock import utcnow
+from threadline.kit.clock import Clock, utcnow
 from threadline.kit.db import Conn, Database
+from threadline.kit.egress import EgressPolicy
+from threadline.kit.encryption import SecretBox
 from threadline.kit.errors import Reason
 from threadline.kit.faults import dependency_of, riding_out
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.waiting import wait_event
 from threadline.messages.repository import MessageRepository
-from threadline.runs import events, service
+from threadline.runs import actions, events, service
 from threadline.runs.recorder import RunAborted, RunRecorder, announce
 from threadline.runs.repository import Run, RunsAcrossOrganizations, Status
+from threadline.runs.run_tools import open_run_tools
 from threadline.runs.service import RUN_CANCELLED, RUNS_QUEUED
 
 log = logging.getLogger(__name__)
@@ -66,8 +70,14 @@ class RunExecutor:
         prices: Prices,
         *,
         execute: bool,
+        clock: Clock | None = None,
+        box: SecretBox | None = None,
+        egress: EgressPolicy | None = None,
     ) -> None:
         self._db = db
+        self.clock = clock or Clock()  # expiresAt and its sweep (tests move a ManualClock)
+        self._box = box
+        self._egress = egress or EgressPolicy()
         self._prices = prices
         self._signals = signals
         self._tools = tools
@@ -147,7 +157,8 @@ class RunExecutor:
             task = asyncio.create_task(self._execute_run(run), name=f"run-{run.id}")
             self._running[run.id] = task
             task.add_done_callback(functools.partial(self._release, run.id))
-            await announce(self._signals, events.announcement(run.organization_id, run.id, [started]))
+            if started:
+                await announce(self._signals, events.announcement(run.organization_id, run.id, started))
 
     def _release(self, run_id: str, _task: object = None) -> None:
         """A run's task is over, however it ended (even cancelled before its first step): its slot frees."""
@@ -186,6 +197,18 @@ class RunExecutor:
             if run is not None:
                 log.warning("run %s failed: its executor stopped renewing its lease", run_id)
                 ended += 1
+        return ended + await self.expire_actions()
+
+    async def expire_actions(self) -> int:
+        """Ends the runs that waited for their caller past ``expiresAt`` (``ACTION_EXPIRED``), by the
+        injected clock; how many it ended."""
+        now = self.clock.now()
+        async with self._db.transaction(write=False) as conn:
+            due = await actions.due(conn, now)
+        ended = 0
+        for run_id in due:
+            async with self._db.transaction() as conn:
+                ended += await actions.expire(conn, self._signals, self._prices, run_id, now) is not None
         return ended
 
     async def _execute_run(self, run: Run) -> None:
@@ -201,16 +224,28 @@ class RunExecutor:
         )
         outcome: _Outcome = ("completed", None)
         limit = self._settings.run_max_seconds
-        deadline = asyncio.timeout(limit)  # from the claim: a run is never claimed twice
+        deadline = asyncio.timeout(limit)  # from the claim (or, for a run that waited, from its resumption)
         try:
-            async with deadline:
+            async with deadline, contextlib.AsyncExitStack() as stack:
                 try:
                     model = self._models.get(run.model)
                 except ValueError as error:  # a setting that named a model no provider serves
                     raise ModelError("MODEL_ERROR", str(error)) from error
-                history = await self._history(run)
-                await run_agent(model, self._tools, ToolContext(self._db, recorder), history)
+                resume = Suspension.decode(run.agent_state) if run.agent_state is not None else None
+                history = await self._history(run) if resume is None else []
+                tools = await open_run_tools(
+                    stack,
+                    self._db,
+                    self._tools,
+                    run.organization_id,
+                    run.tools,
+                    box=self._box,
+                    policy=self._egress,
+                )
+                waiting = await run_agent(model, tools, ToolContext(self._db, recorder), history, resume)
                 await recorder.flush()
+                if waiting is not None:
+                    outcome = ("requires_action", waiting)
         except ModelError as error:
             outcome = ("failed", (error.code, error.message))
         except RunAborted:
@@ -237,6 +272,9 @@ class RunExecutor:
         if outcome is None:
             return
         status, error = outcome
+        if isinstance(error, Suspension):
+            await self._suspend(run, error)
+            return
 
         async def end(_retry: bool) -> None:
             async with self._db.transaction() as conn:
@@ -248,6 +286,18 @@ class RunExecutor:
             await riding_out(end, within=self._ending_outage_seconds, what=f"ending run {run.id}")
         except Exception:  # its lease will lapse and the reaper will end it
             log.exception("could not record the end of run %s", run.id)
+
+    async def _suspend(self, run: Run, suspension: Suspension) -> None:
+        async def suspend(_retry: bool) -> None:
+            async with self._db.transaction() as conn:
+                await actions.suspend_run(
+                    conn, self._signals, run.id, self.owner, suspension, self.clock.now()
+                )
+
+        try:
+            await riding_out(suspend, within=self._ending_outage_seconds, what=f"suspending run {run.id}")
+        except Exception:  # its lease will lapse and the reaper will end it
+            log.exception("could not record that run %s waits for its caller", run.id)
 
     async def _history(self, run: Run) -> list[ChatMessage]:
         async with self._db.transaction(write=False) as conn:
@@ -265,8 +315,9 @@ async def _uncancellable(ending: Coroutine[Any, Any, None]) -> None:
             await asyncio.shield(task)
 
 
-# How a run's execution ended: its status and error, or None when it already ended elsewhere.
-_Outcome = tuple[Status, tuple[str, str] | None] | None
+# How a run's execution ended: its status and error, or None when it already ended elsewhere; or that it
+# waits for its caller (``requires_action`` with the agent's state).
+_Outcome = tuple[Status, tuple[str, str] | Suspension | None] | None
 _INTERNAL = ("INTERNAL_ERROR", "The run failed unexpectedly.")
 # A run ended by an outage carries the code an API request gets for one (its reason).
 _DEPENDENCY_DOWN = Reason.DEPENDENCY_DOWN.value

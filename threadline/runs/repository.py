@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
@@ -18,9 +18,16 @@ from threadline.organizations.tables import organizations
 from threadline.runs.tables import runs
 from threadline.threads.tables import threads
 
-Status = Literal["queued", "running", "completed", "failed", "cancelled"]
-ACTIVE: tuple[Status, ...] = ("queued", "running")
+Status = Literal["queued", "running", "requires_action", "completed", "failed", "cancelled"]
+# Active: the thread is busy (multitask rules, cancel). A run waiting for its caller is active but holds no
+# run slot: only a ``running`` run with a lease owner is executing somewhere.
+ACTIVE: tuple[Status, ...] = ("queued", "running", "requires_action")
+BUSY: tuple[Status, ...] = ("running", "requires_action")
 ENDED: tuple[Status, ...] = ("completed", "failed", "cancelled")
+# How long a run waits for its caller by default, and at most (here, below the service and the schemas that
+# both read them, so the outbox may render a run without an import cycle).
+DEFAULT_ACTION_TIMEOUT_SECONDS = 600
+MAX_ACTION_TIMEOUT_SECONDS = 86_400
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +49,11 @@ class Run:
     started_at: datetime | None = None
     ended_at: datetime | None = None
     lease_owner: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    action_timeout_seconds: int = 600
+    required_action: dict[str, Any] | None = None
+    action_expires_at: datetime | None = None
+    agent_state: str | None = None
 
     @property
     def is_active(self) -> bool:
@@ -67,6 +79,11 @@ def from_row(row: sa.RowMapping) -> Run:
         started_at=row["started_at"],
         ended_at=row["ended_at"],
         lease_owner=row["lease_owner"],
+        tools=row["tools"],
+        action_timeout_seconds=row["action_timeout_seconds"],
+        required_action=row["required_action"],
+        action_expires_at=row["action_expires_at"],
+        agent_state=row["agent_state"],
     )
 
 
@@ -92,6 +109,8 @@ class RunRepository:
                 automation_id=run.automation_id,
                 meta=run.metadata,
                 created_at=run.created_at,
+                tools=run.tools,
+                action_timeout_seconds=run.action_timeout_seconds,
             )
         )
 
@@ -189,6 +208,13 @@ _ADVANCE = (
 )
 
 
+# A queued run, or one that was answered after waiting for its caller: running again, held by no executor
+# (``resume``), to be continued from its ``agent_state`` by whichever executor claims it.
+_CLAIMABLE = sa.or_(
+    runs.c.status == "queued", sa.and_(runs.c.status == "running", runs.c.lease_owner.is_(None))
+)
+
+
 def _candidate(default_concurrency: int, passed: Collection[str]) -> sa.Select[str, str]:
     """The claimable queued run (see ``RunsAcrossOrganizations.claim_next``) and its organization, locked,
     skipping runs another claimer holds and the organizations in ``passed``.
@@ -201,8 +227,9 @@ def _candidate(default_concurrency: int, passed: Collection[str]) -> sa.Select[s
         sa.select(other.c.id)
         .where(
             other.c.thread_id == runs.c.thread_id,
+            other.c.id != runs.c.id,
             other.c.status.in_(ACTIVE),
-            sa.or_(other.c.status == "running", other.c.id < runs.c.id),
+            sa.or_(other.c.status.in_(BUSY), other.c.id < runs.c.id),
         )
         .exists()
     )
@@ -210,7 +237,7 @@ def _candidate(default_concurrency: int, passed: Collection[str]) -> sa.Select[s
     live = runs.alias("live")
     running = (
         sa.select(live.c.organization_id, sa.func.count().label("n"))
-        .where(live.c.status == "running")
+        .where(live.c.status == "running", live.c.lease_owner.is_not(None))
         .group_by(live.c.organization_id)
         .subquery("running")
     )
@@ -223,7 +250,7 @@ def _candidate(default_concurrency: int, passed: Collection[str]) -> sa.Select[s
     query = (
         sa.select(runs.c.id, runs.c.organization_id)
         .outerjoin(running, running.c.organization_id == runs.c.organization_id)
-        .where(runs.c.status == "queued", runs.c.organization_id.not_in(full), ~blocked)
+        .where(_CLAIMABLE, runs.c.organization_id.not_in(full), ~blocked)
         .order_by(count, runs.c.id)
         .limit(1)
         .with_for_update(of=runs, skip_locked=True)
@@ -256,7 +283,7 @@ class RunsAcrossOrganizations:
         active = (
             sa.select(runs.c.id)
             .where(runs.c.thread_id == thread_id, runs.c.status.in_(ACTIVE))
-            .order_by(sa.case((runs.c.status == "running", 0), else_=1), runs.c.id)
+            .order_by(sa.case((runs.c.status.in_(BUSY), 0), else_=1), runs.c.id)
             .limit(1)
             .scalar_subquery()
         )
@@ -278,7 +305,13 @@ class RunsAcrossOrganizations:
         if status == "running":
             values["started_at"] = at
         else:
-            values.update(ended_at=at, lease_owner=None, lease_expires_at=None)
+            values.update(
+                ended_at=at,
+                lease_owner=None,
+                lease_expires_at=None,
+                required_action=None,
+                action_expires_at=None,
+            )
         if error is not None:
             values.update(error_code=error[0], error_message=error[1])
         await self._conn.execute(runs.update().where(runs.c.id == run_id).values(**values))
@@ -334,15 +367,16 @@ class RunsAcrossOrganizations:
         # One UPDATE, numbering the run_started event too: on PostgreSQL a second UPDATE of a row this
         # transaction already updated re-checks its foreign keys, share-locking the thread's row while holding
         # the run's, the reverse of a cancel's order (measured: a deadlock with interrupt).
+        fresh = runs.c.status == "queued"
         await self._conn.execute(
             runs.update()
             .where(runs.c.id == run_id)
             .values(
                 status="running",
-                started_at=now,
+                started_at=sa.case((fresh, now), else_=runs.c.started_at),
                 lease_owner=owner,
                 lease_expires_at=lease_until,
-                event_count=runs.c.event_count + 1,
+                event_count=runs.c.event_count + sa.case((fresh, 1), else_=0),
             )
         )
         return await self.get(run_id)
@@ -360,7 +394,9 @@ class RunsAcrossOrganizations:
         if limit is None:
             return False
         running = sa.select(sa.func.count()).where(
-            runs.c.organization_id == organization_id, runs.c.status == "running"
+            runs.c.organization_id == organization_id,
+            runs.c.status == "running",
+            runs.c.lease_owner.is_not(None),
         )
         return int((await self._conn.execute(running)).scalar_one()) < limit
 

@@ -1,15 +1,16 @@
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
+from threadline.agent.tool_entries import MAX_TOOLS, ToolEntries
 from threadline.keys.stream_tokens import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 from threadline.kit.metadata import Metadata
 from threadline.kit.schemas import RequestModel, ResponseModel, Timestamp
 from threadline.messages.schemas import MAX_CONTENT_BYTES, Content
 from threadline.runs.artifacts import Artifact
-from threadline.runs.repository import Run, Status
+from threadline.runs.repository import DEFAULT_ACTION_TIMEOUT_SECONDS, MAX_ACTION_TIMEOUT_SECONDS, Run, Status
 from threadline.settings.schemas import MAX_INSTRUCTIONS_CHARS, ModelName, Origins
 
 
@@ -31,6 +32,17 @@ class RunCreate(RequestModel):
         description="While the thread has an active run: `reject` (409 RUN_ACTIVE), `enqueue` (start when "
         "the active runs end) or `interrupt` (cancel them first).",
     )
+    tools: ToolEntries | None = Field(
+        None,
+        description=f"The tools the model is offered (at most {MAX_TOOLS}): `builtin`, `function` (executed "
+        "by your code: the run waits in `requires_action`) and `mcp` entries; default: the three built-ins.",
+    )
+    action_timeout_seconds: int = Field(
+        DEFAULT_ACTION_TIMEOUT_SECONDS,
+        ge=1,
+        le=MAX_ACTION_TIMEOUT_SECONDS,
+        description="How long the run waits for tool outputs or approvals before it fails `ACTION_EXPIRED`.",
+    )
 
 
 class RunError(ResponseModel):
@@ -43,11 +55,24 @@ class RunUsage(ResponseModel):
     output_tokens: int
 
 
+class RequiredToolCall(ResponseModel):
+    id: str
+    name: str
+    arguments: Any = Field(description="As in `tool_call_start`: the parsed object when the arguments parse.")
+
+
+class RequiredAction(ResponseModel):
+    type: Literal["submit_tool_outputs", "approve_tool_calls"]
+    tool_calls: list[RequiredToolCall]
+    expires_at: str = Field(description="When the run fails `ACTION_EXPIRED` if still unanswered.")
+
+
 class RunOut(ResponseModel):
     id: str
     thread_id: str
     status: Status = Field(
-        description="queued → running → completed | failed | cancelled; queued → cancelled."
+        description="queued → running → completed | failed | cancelled; queued → cancelled; running → "
+        "requires_action (waiting for tool outputs or approvals) → running, or cancelled | failed."
     )
     model: str
     instructions: str | None
@@ -58,6 +83,9 @@ class RunOut(ResponseModel):
     created_at: Timestamp
     started_at: Timestamp | None
     ended_at: Timestamp | None
+    tools: list[dict[str, Any]] | None = Field(description="The tool entries as given; null: the built-ins.")
+    action_timeout_seconds: int
+    required_action: RequiredAction | None = Field(description="What the run waits for; null unless waiting.")
 
     @classmethod
     def of(cls, run: Run) -> RunOut:
@@ -77,7 +105,31 @@ class RunOut(ResponseModel):
             created_at=run.created_at,
             started_at=run.started_at,
             ended_at=run.ended_at,
+            tools=run.tools,
+            action_timeout_seconds=run.action_timeout_seconds,
+            required_action=RequiredAction.model_validate(run.required_action)
+            if run.status == "requires_action" and run.required_action is not None
+            else None,
         )
+
+
+class ToolOutput(RequestModel):
+    tool_call_id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    output: Any = Field(description="A string or any JSON value: the call's `result`.")
+
+
+class ToolOutputsSubmit(RequestModel):
+    tool_outputs: Annotated[list[ToolOutput], Field(min_length=1, max_length=MAX_TOOLS * 4)]
+
+
+class ToolDecision(RequestModel):
+    tool_call_id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    approve: bool
+    reason: Annotated[str, StringConstraints(max_length=2000)] | None = None
+
+
+class ApprovalsSubmit(RequestModel):
+    decisions: Annotated[list[ToolDecision], Field(min_length=1, max_length=MAX_TOOLS * 4)]
 
 
 class ArtifactOut(ResponseModel):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
+from threadline.agent.suspension import Suspension
 from threadline.billing.ledger import LedgerRepository
 from threadline.billing.prices import Prices
 from threadline.kit.clock import utcnow
@@ -28,7 +29,13 @@ from threadline.organizations.repository import Organization
 from threadline.runs import events, outbox
 from threadline.runs.artifacts import Artifact, ArtifactRepository
 from threadline.runs.events import RUN_COMPLETED, RUN_EVENTS, Event
-from threadline.runs.repository import Run, RunRepository, RunsAcrossOrganizations, Status
+from threadline.runs.repository import (
+    DEFAULT_ACTION_TIMEOUT_SECONDS,
+    Run,
+    RunRepository,
+    RunsAcrossOrganizations,
+    Status,
+)
 from threadline.runs.unfinished import write_unfinished_messages
 from threadline.settings.service import DEFAULT_MODEL
 from threadline.threads import service as threads
@@ -42,9 +49,12 @@ RUN_CANCELLED = "runs.cancelled"
 Strategy = Literal["reject", "enqueue", "interrupt"]
 
 
-async def _lock_thread(conn: Conn, organization_id: str, thread_id: str) -> None:
+async def lock_thread(conn: Conn, organization_id: str, thread_id: str) -> None:
     if await ThreadRepository(conn, organization_id).get(thread_id, for_update=True) is None:
         raise NotFound(f"Thread {thread_id} was not found.")
+
+
+_lock_thread = lock_thread
 
 
 async def create_run(
@@ -60,6 +70,8 @@ async def create_run(
     prices: Prices,
     strategy: Strategy = "reject",
     automation_id: str | None = None,
+    tools: list[dict[str, Any]] | None = None,
+    action_timeout_seconds: int = DEFAULT_ACTION_TIMEOUT_SECONDS,
 ) -> Run:
     await _lock_thread(conn, organization.id, thread_id)
     if (
@@ -100,6 +112,8 @@ async def create_run(
         output_tokens=0,
         event_count=0,
         created_at=now,
+        tools=tools,
+        action_timeout_seconds=action_timeout_seconds,
     )
     await RunRepository(conn, organization.id).insert(run)
     if input is not None:
@@ -261,7 +275,10 @@ async def _end(
     its one ledger debit commit together."""
     await write_unfinished_messages(conn, run, status)
     now = utcnow()
-    made: list[Event] = []
+    made: list[Event] = [
+        _event(run, offset, "tool_call_complete", payload, now)
+        for offset, payload in enumerate(_unanswered(run), start=1)
+    ]
     if error is not None:
         made.append(_event(run, len(made) + 1, "error", {"code": error[0], "message": error[1]}, now))
     usage = {"inputTokens": run.input_tokens, "outputTokens": run.output_tokens}
@@ -294,6 +311,23 @@ async def _end(
     return ended
 
 
+# Every end of a run passes through ``_end``; the wait's answers and expiry (runs.actions) end runs with it.
+end_locked = _end
+
+
+def _unanswered(run: Run) -> list[dict[str, Any]]:
+    """A waiting run that ends (cancelled, expired): each call never answered completes ``isError``, so
+    its events hold no call without its result."""
+    waiting = run.status == "requires_action" or (run.status == "running" and run.lease_owner is None)
+    if not waiting or run.agent_state is None:
+        return []
+    message = {"error": "unanswered", "reason": "The run ended before the call was answered."}
+    return [
+        {"toolCallId": c.id, "name": c.name, "result": message, "isError": True}
+        for c in Suspension.decode(run.agent_state).unanswered()
+    ]
+
+
 async def _charge(conn: Conn, prices: Prices, run: Run) -> None:
     """One debit for a run that used tokens (usage is final here: nothing is recorded after the end)."""
     if run.input_tokens == 0 and run.output_tokens == 0:
@@ -311,14 +345,16 @@ def _event(run: Run, offset: int, type_: str, payload: dict[str, Any], at: datet
 
 async def claim(
     conn: Conn, owner: str, lease_until: datetime, default_concurrency: int
-) -> tuple[Run, Event] | None:
+) -> tuple[Run, list[Event]] | None:
     """The next claimable run (fairly across organizations, each within its run concurrency, whose
     default is ``default_concurrency``), now running and held by ``owner``, with its ``run_started``
-    event written."""
+    event written; a run continued after waiting for its caller (it has an ``agent_state``) has none."""
     now = utcnow()
     run = await RunsAcrossOrganizations(conn).claim_next(owner, now, lease_until, default_concurrency)
     if run is None:
         return None
+    if run.agent_state is not None:
+        return run, []
     started = _event(run, 0, "run_started", {"model": run.model}, now)  # numbered by the claim
     await events.EventRepository(conn, run.organization_id).insert(run.id, [started])
-    return run, started
+    return run, [started]

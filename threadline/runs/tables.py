@@ -3,7 +3,7 @@ import sqlalchemy as sa
 from threadline.kit.columns import id_column, metadata, organization_column
 from threadline.kit.db import JsonType, UtcDateTime
 
-RUN_STATUSES = ("queued", "running", "completed", "failed", "cancelled")
+RUN_STATUSES = ("queued", "running", "requires_action", "completed", "failed", "cancelled")
 
 runs = sa.Table(
     "runs",
@@ -28,7 +28,18 @@ runs = sa.Table(
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("started_at", UtcDateTime, nullable=True),
     sa.Column("ended_at", UtcDateTime, nullable=True),
-    sa.CheckConstraint("status IN ('queued', 'running', 'completed', 'failed', 'cancelled')", name="status"),
+    # The tool entries the run was given (NULL: the built-in tools) and how long it may wait for its caller.
+    sa.Column("tools", JsonType, nullable=True),
+    sa.Column("action_timeout_seconds", sa.Integer, nullable=False, server_default="600"),
+    # While ``requires_action``: what it waits for (the API's ``requiredAction``), until when, and the
+    # agent's conversation and pending calls (agent.suspension), so any executor continues it later.
+    sa.Column("required_action", JsonType, nullable=True),
+    sa.Column("action_expires_at", UtcDateTime, nullable=True),
+    sa.Column("agent_state", sa.Text, nullable=True),
+    sa.CheckConstraint(
+        "status IN ('queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled')",
+        name="status",
+    ),
     sa.Index(None, "thread_id", "id"),
     sa.Index(None, "status", "id"),
     sa.Index(None, "organization_id", "id"),

@@ -1,7 +1,7 @@
 """Idempotency keys: one row per organization and key, kept 24 h, holding the first answer.
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 Create Date: 2026-11-26 23:10:00.000000
 """
 
@@ -12,8 +12,8 @@ from alembic import op
 
 import threadline.kit.db
 
-revision: str = "0015"
-down_revision: str | None = "0014"
+revision: str = "0016"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

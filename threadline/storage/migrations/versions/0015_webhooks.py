@@ -1,8 +1,8 @@
 """Webhooks: the runs' outbox (facts written with the run's change), webhook endpoints with their sealed
 secrets, events and one row per delivery attempt.
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-11-26 23:00:00.000000
 """
 
@@ -14,8 +14,8 @@ from sqlalchemy.dialects import postgresql
 
 import threadline.kit.db
 
-revision: str = "0014"
-down_revision: str | None = "0013"
+revision: str = "0015"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
