@@ -3,9 +3,9 @@ that handles runs (``threadline serve``, the API app under another server, ``thr
 
 Concurrency (see ARCHITECTURE.md "Webhooks"): one loop finds due attempts and claims each in a short
 transaction of its own; each claimed attempt is sent by a task of its own, outside any transaction, with a
-bounded timeout, so a slow endpoint holds only its own task. At most one attempt per endpoint is in
-flight in a process (``busy``), and at most ``concurrency`` in all, so one organization's dead endpoint
-can take one slot, never the loop nor another endpoint's turn. Claims carry a lease
+bounded timeout, so a slow endpoint holds only its own tasks. At most ``PER_ENDPOINT`` attempts per
+endpoint are in flight in a process, and at most ``concurrency`` in all, so one organization's dead
+endpoint takes a few slots, never the loop nor another endpoint's turn. Claims carry a lease
 (``claimed_until``): an attempt whose sender died is taken up again once it lapses (at least once).
 
 Woken by signals (a run's fact was written, a test or resend was queued) and otherwise every second, the
@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 
@@ -42,6 +41,10 @@ TIMEOUT_SECONDS = 10.0
 BACKOFF_SECONDS = (5, 300, 1800, 7200, 18000, 36000, 36000)
 POLL_SECONDS = 1.0
 CONCURRENCY = 64
+# Attempts one process sends to one endpoint at once: enough that a busy endpoint keeps up with 20 events a
+# second (an attempt costs a claim, the POST and a record: tens of ms on SQLite), few enough that a dead
+# endpoint holds at most this many of the CONCURRENCY slots.
+PER_ENDPOINT = 4
 # A claim outlives the attempt it covers by a margin; past it, a dead sender's attempt is taken up again.
 _LEASE = timedelta(seconds=TIMEOUT_SECONDS + 5)
 _STOP_SECONDS = 5.0
@@ -70,7 +73,8 @@ class WebhookDispatcher:
         self._concurrency = concurrency
         self._http = pinned_client(egress, timeout=httpx2.Timeout(timeout))
         self._wake = asyncio.Event()
-        self._busy: dict[str, asyncio.Task[None]] = {}  # endpoint id -> its attempt in flight
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self._per_endpoint: dict[str, int] = {}  # endpoint id -> its attempts in flight here
         self._loop: asyncio.Task[None] | None = None
         signals.subscribe(self._on_signal)
 
@@ -101,25 +105,40 @@ class WebhookDispatcher:
         while waiting:
             async with self._db.transaction() as conn:
                 waiting = await fanout.fan_out(conn) == fanout.BATCH
-        room = self._concurrency - len(self._busy)
+        room = self._concurrency - len(self._in_flight)
         if room <= 0:
             return
         now = self.clock.now()
+        full = [webhook_id for webhook_id, count in self._per_endpoint.items() if count >= PER_ENDPOINT]
         async with self._db.transaction(write=False) as conn:
-            due = await DeliveriesAcrossOrganizations(conn).due(now, room, list(self._busy))
+            due = await DeliveriesAcrossOrganizations(conn).due(now, room, full)
+        chosen: list[tuple[str, str]] = []
+        taken: dict[str, int] = {}
         for delivery_id, webhook_id in due:
-            if webhook_id in self._busy or len(self._busy) >= self._concurrency:
-                continue
-            async with self._db.transaction() as conn:
-                attempt = await DeliveriesAcrossOrganizations(conn).claim(delivery_id, now, now + _LEASE)
+            if self._per_endpoint.get(webhook_id, 0) + taken.get(webhook_id, 0) < PER_ENDPOINT:
+                chosen.append((delivery_id, webhook_id))
+                taken[webhook_id] = taken.get(webhook_id, 0) + 1
+        if not chosen:
+            return
+        async with self._db.transaction() as conn:  # one write for every claim of the round
+            across = DeliveriesAcrossOrganizations(conn)
+            claimed = [await across.claim(delivery_id, now, now + _LEASE) for delivery_id, _ in chosen]
+        for attempt in claimed:
             if attempt is None:
                 continue  # another process took it
-            task = asyncio.create_task(self._send(attempt), name=f"threadline-webhook-{delivery_id}")
-            self._busy[webhook_id] = task
+            webhook_id = attempt.delivery.webhook_id
+            task = asyncio.create_task(self._send(attempt), name=f"threadline-webhook-{attempt.delivery.id}")
+            self._in_flight.add(task)
+            self._per_endpoint[webhook_id] = self._per_endpoint.get(webhook_id, 0) + 1
             task.add_done_callback(functools.partial(self._done, webhook_id))
 
-    def _done(self, webhook_id: str, _task: asyncio.Task[None]) -> None:
-        self._busy.pop(webhook_id, None)
+    def _done(self, webhook_id: str, task: asyncio.Task[None]) -> None:
+        self._in_flight.discard(task)
+        left = self._per_endpoint.get(webhook_id, 1) - 1
+        if left > 0:
+            self._per_endpoint[webhook_id] = left
+        else:
+            self._per_endpoint.pop(webhook_id, None)
         self._wake.set()  # the endpoint's next attempt may be due
 
     async def _send(self, attempt: Attempt) -> None:
@@ -168,11 +187,8 @@ class WebhookDispatcher:
                 )  # fmt: skip
                 await WebhookRepository(conn, delivery.organization_id).insert_delivery(retry)
 
-    def in_flight(self) -> Sequence[str]:
-        return list(self._busy)
-
     async def aclose(self) -> None:
-        tasks = [t for t in (self._loop, *self._busy.values()) if t is not None]
+        tasks = [t for t in (self._loop, *self._in_flight) if t is not None]
         for task in tasks:
             task.cancel()
         if tasks:

@@ -172,8 +172,8 @@ class DeliveriesAcrossOrganizations:
         self._conn = conn
 
     async def due(self, now: datetime, limit: int, busy: Sequence[str]) -> Sequence[tuple[str, str]]:
-        """Ids of pending attempts due by ``now`` and not claimed, oldest first, skipping ``busy`` endpoints
-        (this process is already sending to them)."""
+        """Ids of pending attempts due by ``now`` and not claimed, oldest first, with their endpoints',
+        skipping ``busy`` endpoints (this process sends to them as much as it may)."""
         d = webhook_deliveries.c
         query = (
             sa.select(d.id, d.webhook_id)
