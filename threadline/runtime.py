@@ -23,6 +23,7 @@ from threadline.billing.prices import Prices
 from threadline.chores import Chores
 from threadline.config import Settings
 from threadline.dashboard.sessions import SessionSweeper
+from threadline.idempotency.sweeper import IdempotencySweeper
 from threadline.keys.auth import KeyAuthenticator
 from threadline.kit.clock import Clock
 from threadline.kit.db import Database
@@ -51,6 +52,7 @@ from threadline.telemetry.tool import QUERY_LOGS
 from threadline.telemetry.writer import LogAppender, LogWriter
 from threadline.threads.service import ThreadDeletion, ThreadInserts, thread_inserts
 from threadline.webhooks.dispatcher import WebhookDispatcher
+from threadline.webhooks.sweeper import WebhookSweeper
 
 if TYPE_CHECKING:
     from threadline.automations.endpoints import AutomationServices
@@ -290,7 +292,14 @@ async def open_services(
             thread_deletion=ThreadDeletionWithRuns(signals, prices),
             retention=retention,
             postings=sealer,
-            chores=Chores(retention, sealer, SessionSweeper(db, clock, settings)) if chores else None,
+            chores=Chores(
+                retention,
+                sealer,
+                SessionSweeper(db, clock, settings),
+                [IdempotencySweeper(db, clock), WebhookSweeper(db, clock)],
+            )
+            if chores
+            else None,
             egress=egress,
             secret_box=box,
         )

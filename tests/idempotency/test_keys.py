@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from tests.conftest import Backend
 from tests.support import Tenant, assert_error, running_server
@@ -124,3 +125,28 @@ def test_two_api_processes_agree(backend: Backend, settings: Settings, tenant: T
         assert all(a.json()["reason"] == "IDEMPOTENCY_KEY_IN_USE" for a in answers if a.status_code == 409)
         listed = httpx.get(f"{one.api_url}/v1/threads", headers=tenant.secret).json()["data"]
         assert [t["id"] for t in listed] == list(made)
+
+
+async def test_housekeeping_sweeps_expired_keys(
+    client: httpx.AsyncClient, tenant: Tenant, services: Services
+) -> None:
+    from threadline.idempotency.sweeper import IdempotencySweeper
+
+    clock = ManualClock(datetime.now(UTC))
+    services.clock = clock
+    await client.post("/v1/threads", headers=keyed(tenant, "swept"), json={})
+    from threadline.idempotency.tables import idempotency_keys
+
+    mine = sa.select(sa.func.count()).where(idempotency_keys.c.organization_id == tenant.org_id)
+
+    async def kept() -> int:
+        async with services.db.transaction(write=False) as conn:
+            return int((await conn.execute(mine)).scalar_one())
+
+    sweeper = IdempotencySweeper(services.db, clock)
+    clock.advance(24 * 3600 - 1)
+    await sweeper.run_once()
+    assert await kept() == 1
+    clock.advance(2)
+    assert await sweeper.run_once() >= 1  # every organization's expired keys, this one's among them
+    assert await kept() == 0
