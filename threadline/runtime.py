@@ -23,6 +23,7 @@ from threadline.billing.prices import Prices
 from threadline.chores import Chores
 from threadline.config import Settings
 from threadline.dashboard.sessions import SessionSweeper
+from threadline.idempotency.store import IdempotencyStore
 from threadline.idempotency.sweeper import IdempotencySweeper
 from threadline.keys.auth import KeyAuthenticator
 from threadline.kit.clock import Clock
@@ -106,6 +107,7 @@ class Services:
     thread_deletion: ThreadDeletion
     retention: Retention
     postings: PostingsSealer | None  # PostgreSQL's only: SQLite's FTS5 counts from its own index
+    idempotency: IdempotencyStore  # the API's keyed POSTs' claims and answers, group-committed
     chores: Chores | None = None
     stream_slots: StreamSlots = field(default_factory=StreamSlots)
     # Where tenants' MCP servers (and webhooks) may be reached, and the box their secrets are sealed in
@@ -243,6 +245,8 @@ async def open_services(
         stack.push_async_callback(log_triggers.aclose)
         inserts = thread_inserts(db)
         stack.push_async_callback(inserts.aclose)
+        idempotency = IdempotencyStore(db)
+        stack.push_async_callback(idempotency.aclose)
         logs = LogWriter(db, signals, appender, log_triggers)
         stack.push_async_callback(logs.aclose)
         log_tails = LogTails(signals)
@@ -292,6 +296,7 @@ async def open_services(
             thread_deletion=ThreadDeletionWithRuns(signals, prices),
             retention=retention,
             postings=sealer,
+            idempotency=idempotency,
             chores=Chores(
                 retention,
                 sealer,

@@ -2,10 +2,10 @@
 authentication (the key is the organization's) and before routing.
 
 A request without the header costs one scan of its headers and nothing else. With one: its body is read
-whole and fingerprinted (method, path, query, body); a row claimed with insert-or-ignore in a short
-transaction of its own decides, in the database that every API process shares, which request is the
-key's first. The first runs and its answer is stored before it is sent; any other gets that answer again
-(``Idempotent-Replayed: true``), 409 ``IDEMPOTENCY_KEY_REUSED`` if its request differs, or 409
+whole and fingerprinted (method, path, query, body); a row claimed with insert-or-ignore (group-committed
+with other requests' claims, ``store.py``) decides, in the database that every API process shares, which
+request is the key's first. The first runs and its answer is stored before it is sent; any other gets that
+answer again (``Idempotent-Replayed: true``), 409 ``IDEMPOTENCY_KEY_REUSED`` if its request differs, or 409
 ``IDEMPOTENCY_KEY_IN_USE`` while the first is in flight. A 5xx, or an exception, releases the key, so the
 client's retry runs again. Rows live 24 h; a row left in flight by a dead process is taken over after a
 minute."""
@@ -20,12 +20,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadline.access.principal import PRINCIPAL_SCOPE_KEY, Principal
 from threadline.idempotency.repository import IdempotencyRepository
+from threadline.idempotency.store import IdempotencyStore
 from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.kit.errors import ApiError, BadRequest, Conflict, ErrorRenderer, Reason, render_envelope
 from threadline.kit.routing import OperationIndex
 from threadline.kit.services import ServicesOf
-from threadline.kit.statements import insert_or_ignore
 
 HEADER = b"idempotency-key"
 KEPT = timedelta(hours=24)
@@ -36,6 +36,7 @@ _MAX_KEY = 255
 class IdempotencyServices(Protocol):
     clock: Clock
     db: Database
+    idempotency: IdempotencyStore
 
 
 def _key_of(scope: Scope) -> bytes | None:
@@ -98,15 +99,14 @@ class IdempotencyMiddleware:
         ).hexdigest()
         services = self.runtime.services
         now = services.clock.now()
-        async with services.db.transaction() as conn:
-            repository = IdempotencyRepository(conn, organization_id)
-            first = await repository.claim(insert_or_ignore(services.db.dialect_name), key, fingerprint, now)
-            stored = None
-            if not first:
-                first = await repository.take_over(
+        stored = None
+        if not await services.idempotency.claim(organization_id, key, fingerprint, now):
+            async with services.db.transaction() as conn:
+                repository = IdempotencyRepository(conn, organization_id)
+                taken = await repository.take_over(
                     key, fingerprint, now, expired_before=now - KEPT, abandoned_before=now - ABANDONED
                 )
-                if not first:
+                if not taken:
                     stored = await repository.get(key)
         if stored is not None:
             if stored.fingerprint != fingerprint:
@@ -152,8 +152,7 @@ class IdempotencyMiddleware:
         try:
             await self.app(scope, replay_body, capture)
         except BaseException:
-            async with services.db.transaction() as conn:
-                await IdempotencyRepository(conn, organization_id).release(key)
+            await services.idempotency.answer(organization_id, key, None, None, b"")
             raise
         assert start is not None
         status = int(start["status"])
@@ -161,11 +160,8 @@ class IdempotencyMiddleware:
         content_type = next(
             (v.decode("latin-1") for n, v in start.get("headers", []) if n.lower() == b"content-type"), None
         )
-        async with services.db.transaction() as conn:
-            repository = IdempotencyRepository(conn, organization_id)
-            if status >= 500:
-                await repository.release(key)
-            else:
-                await repository.complete(key, status, content_type, content)
+        await services.idempotency.answer(
+            organization_id, key, None if status >= 500 else status, content_type, content
+        )
         await send(start)
         await send({"type": "http.response.body", "body": content})

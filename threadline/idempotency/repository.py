@@ -9,7 +9,6 @@ import sqlalchemy as sa
 
 from threadline.idempotency.tables import idempotency_keys
 from threadline.kit.db import Conn
-from threadline.kit.statements import InsertOrIgnore
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,15 +30,6 @@ class IdempotencyRepository:
     def _mine(self, key: str) -> sa.ColumnElement[bool]:
         k = idempotency_keys.c
         return sa.and_(k.organization_id == self._organization_id, k.key == key)
-
-    async def claim(
-        self, insert_or_ignore: InsertOrIgnore, key: str, fingerprint: str, now: datetime
-    ) -> bool:
-        """True when this request is the key's first (the row is now its own, in flight)."""
-        statement = insert_or_ignore(idempotency_keys, ["organization_id", "key"]).values(
-            organization_id=self._organization_id, key=key, fingerprint=fingerprint, created_at=now
-        )
-        return (await self._conn.execute(statement)).rowcount == 1
 
     async def get(self, key: str) -> Stored | None:
         k = idempotency_keys.c
@@ -70,13 +60,3 @@ class IdempotencyRepository:
             .values(fingerprint=fingerprint, status=None, content_type=None, body=None, created_at=now)
         )
         return result.rowcount == 1
-
-    async def complete(self, key: str, status: int, content_type: str | None, body: bytes) -> None:
-        await self._conn.execute(
-            idempotency_keys.update()
-            .where(self._mine(key))
-            .values(status=status, content_type=content_type, body=body)
-        )
-
-    async def release(self, key: str) -> None:
-        await self._conn.execute(idempotency_keys.delete().where(self._mine(key)))
