@@ -37,6 +37,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("runs/service.py", "create_run"): (
         "the thread's active run, recomputed by the thread's id after the request's scoped read locked it"
     ),
+    ("webhooks/dispatcher.py", "WebhookDispatcher.round"): "due webhook attempts of every organization",
+    ("webhooks/dispatcher.py", "WebhookDispatcher._record"): "the result of an attempt this process claimed",
+    ("webhooks/fanout.py", "fan_out"): (
+        "the runs' outbox of every organization; each fact is fanned out through its own organization's "
+        "WebhookRepository"
+    ),
     ("users/service.py", "create_user"): "an email is unique across organizations (a login names no tenant)",
     ("users/service.py", "set_password"): "the operator's command, by email",
     ("users/service.py", "verify_login"): "a sign-in, by email: the organization is not known yet",

@@ -12,6 +12,7 @@ from threadline.billing.endpoints import router as billing_router
 from threadline.config import Settings
 from threadline.contract import build_contract, render
 from threadline.dashboard.app import create_dashboard
+from threadline.idempotency.middleware import IdempotencyMiddleware
 from threadline.intake_app import create_intake_app
 from threadline.keys.endpoints import router as keys_router
 from threadline.mcp_servers.endpoints import router as mcp_servers_router
@@ -28,6 +29,7 @@ from threadline.telemetry.endpoints import router as logs_router
 from threadline.telemetry.misdirected import MisdirectedIntake
 from threadline.threads.endpoints import router as threads_router
 from threadline.threads.fast_list import LIST_ROUTE, ThreadListEndpoint
+from threadline.webhooks.endpoints import router as webhooks_router
 
 # Paths the API app answers itself; every other path is the dashboard's.
 _API_PATHS = ("/v1", "/docs", "/healthz", "/readyz")
@@ -51,6 +53,7 @@ def create_app(
         settings,
         services,
         outer=[(MisdirectedIntake, {"intake_port": intake_port})],
+        inner=[(IdempotencyMiddleware, {})],
         served_before_routing=(ThreadListEndpoint, LIST_ROUTE),
         chores=chores,
     )
@@ -65,6 +68,7 @@ def create_app(
         settings_router,
         automations_router,
         mcp_servers_router,
+        webhooks_router,
         search_router,
         billing_router,
         logs_router,

@@ -51,13 +51,15 @@ def assemble(
     body_limit: int | None = None,
     render_error: ErrorRenderer = render_envelope,
     outer: Sequence[tuple[type[Any], dict[str, Any]]] = (),
+    inner: Sequence[tuple[type[Any], dict[str, Any]]] = (),
     served_before_routing: tuple[type[Any], FastRoutes] | None = None,
     chores: bool = False,
 ) -> ServedApp:
     """``services`` given: they belong to the caller (``serve`` shares one set between both surfaces).
     Not given: the app's lifespan opens and closes its own, with the background chores if ``chores``
     (``threadline.chores``). ``outer``: middleware classes and their arguments (besides ``runtime``), run
-    after the request id is set and before authentication.
+    after the request id is set and before authentication; ``inner``: likewise, run after authentication
+    (the API's idempotency keys, which belong to the caller's organization).
     ``served_before_routing``: an ASGI class (built with the app to fall back to and ``runtime``) that
     answers the given routes itself, after authentication, outside FastAPI (see ``ServedApp``)."""
     runtime: Runtime[Services] = Runtime()
@@ -101,6 +103,10 @@ def assemble(
         (RequestContextMiddleware, {"operations": operations}),
         *((middleware, {"runtime": runtime, **arguments}) for middleware, arguments in outer),
         (AccessMiddleware, access),
+        *(
+            (middleware, {"runtime": runtime, "operations": operations, **arguments})
+            for middleware, arguments in inner
+        ),
     ]
     for middleware, arguments in reversed(stack):
         app.add_middleware(middleware, **arguments)

@@ -1,6 +1,6 @@
 """Background chores of a process: housekeeping at start and hourly (telemetry retention, on PostgreSQL
-the daily partitions, and the sweep of expired dashboard sessions), and on PostgreSQL the sealing of
-search postings every two seconds (``search/postings.py``).
+the daily partitions, the sweeps of expired dashboard sessions, idempotency keys and webhook events past
+their 30 days), and on PostgreSQL the sealing of search postings every two seconds (``search/postings.py``).
 
 ``runtime.open_services`` opens them where ``chores=True``: ``threadline serve`` with the API, the API app
 under any other ASGI server (its own lifespan), and ``threadline worker``; never the intake alone. Several
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
+from typing import Protocol
 
 from threadline.dashboard.sessions import SessionSweeper
 from threadline.kit.waiting import every
@@ -25,12 +27,25 @@ log = logging.getLogger(__name__)
 STOP_SECONDS = 5.0
 
 
+class Sweeper(Protocol):
+    """A housekeeping step that deletes what has expired (webhook events, idempotency keys)."""
+
+    async def run_once(self) -> int: ...
+
+
 class Chores:
-    def __init__(self, retention: Retention, sealer: PostingsSealer | None, sessions: SessionSweeper) -> None:
+    def __init__(
+        self,
+        retention: Retention,
+        sealer: PostingsSealer | None,
+        sessions: SessionSweeper,
+        sweepers: Sequence[Sweeper] = (),
+    ) -> None:
         """``sealer``: PostgreSQL's only (SQLite's FTS5 counts from its own index, so it needs none)."""
         self._retention = retention
         self._sealer = sealer
         self._sessions = sessions
+        self._sweepers = tuple(sweepers)
         self._tasks: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
@@ -42,11 +57,18 @@ class Chores:
             )
 
     async def housekeep(self) -> None:
-        """One round: the sessions' sweep runs even when retention failed (each is retried next round)."""
+        """One round: each sweep runs even when an earlier step failed (each is retried next round)."""
         try:
             await housekeeping.run_once(self._retention)
         finally:
-            await self._sessions.run_once()
+            try:
+                await self._sessions.run_once()
+            finally:
+                for sweeper in self._sweepers:
+                    try:
+                        await sweeper.run_once()
+                    except Exception:
+                        log.exception("%s failed; retried next round", type(sweeper).__name__)
 
     def running(self) -> set[str]:
         """The chores still running."""

@@ -44,6 +44,34 @@ def _document_headers(schema: dict[str, Any]) -> None:
                 response["headers"] = {n: {"$ref": f"#/components/headers/{n}"} for n in names}
 
 
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": (
+        "Makes a retry safe: kept 24 h per organization; the same key with the same request answers the "
+        "first response again (`Idempotent-Replayed: true`); with another request, 409 "
+        "`IDEMPOTENCY_KEY_REUSED`; while the first is in flight, 409 `IDEMPOTENCY_KEY_IN_USE`."
+    ),
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+}
+_CONFLICT = {
+    "description": "Conflicts with the current state (`CONFLICT`).",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+}
+
+
+def _document_idempotency(schema: dict[str, Any], intake_paths: set[str]) -> None:
+    """Every POST of the API takes an ``Idempotency-Key`` (``idempotency/middleware.py``, which serves it
+    before routing, so FastAPI never sees the header): declared here, with the 409 it may answer."""
+    for path, item in schema["paths"].items():
+        operation = item.get("post")
+        if operation is None or path in intake_paths or not path.startswith("/v1/"):
+            continue
+        operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
+        operation["responses"].setdefault("409", dict(_CONFLICT))
+
+
 SECURITY_SCHEMES = {
     "secretKey": {
         "type": "http",
@@ -124,6 +152,7 @@ def build_contract(api: FastAPI, intake: FastAPI) -> dict[str, Any]:
     _drop_422(schema)
     _streams_only(schema)
     _document_security(schema, set(intake_schema["paths"]))
+    _document_idempotency(schema, set(intake_schema["paths"]))
     _document_headers(schema)
     return schema
 

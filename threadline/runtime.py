@@ -23,6 +23,8 @@ from threadline.billing.prices import Prices
 from threadline.chores import Chores
 from threadline.config import Settings
 from threadline.dashboard.sessions import SessionSweeper
+from threadline.idempotency.store import IdempotencyStore
+from threadline.idempotency.sweeper import IdempotencySweeper
 from threadline.keys.auth import KeyAuthenticator
 from threadline.kit.clock import Clock
 from threadline.kit.db import Database
@@ -50,6 +52,8 @@ from threadline.telemetry.tail import LogTails
 from threadline.telemetry.tool import QUERY_LOGS
 from threadline.telemetry.writer import LogAppender, LogWriter
 from threadline.threads.service import ThreadDeletion, ThreadInserts, thread_inserts
+from threadline.webhooks.dispatcher import WebhookDispatcher
+from threadline.webhooks.sweeper import WebhookSweeper
 
 if TYPE_CHECKING:
     from threadline.automations.endpoints import AutomationServices
@@ -61,11 +65,13 @@ if TYPE_CHECKING:
     from threadline.dashboard.pages.search import SearchPageServices
     from threadline.dashboard.pages.settings import SettingsPageServices
     from threadline.dashboard.pages.threads import ThreadPageServices
+    from threadline.dashboard.pages.webhooks import WebhookPageServices
     from threadline.dashboard.passwords import AttemptServices
     from threadline.dashboard.signin import SignInServices
     from threadline.dashboard.streams import StreamServices
     from threadline.dashboard.web import PageServices
     from threadline.health import ProbedServices
+    from threadline.idempotency.middleware import IdempotencyServices
     from threadline.keys.endpoints import KeyServices
     from threadline.keys.middleware import AccessServices
     from threadline.keys.stream_access import TokenServices
@@ -77,6 +83,7 @@ if TYPE_CHECKING:
     from threadline.telemetry.intake import IntakeServices
     from threadline.threads.endpoints import ThreadServices
     from threadline.threads.fast_list import ListServices
+    from threadline.webhooks.endpoints import WebhookServices
 
 
 @dataclass(slots=True)
@@ -100,12 +107,15 @@ class Services:
     thread_deletion: ThreadDeletion
     retention: Retention
     postings: PostingsSealer | None  # PostgreSQL's only: SQLite's FTS5 counts from its own index
+    idempotency: IdempotencyStore  # the API's keyed POSTs' claims and answers, group-committed
     chores: Chores | None = None
     stream_slots: StreamSlots = field(default_factory=StreamSlots)
     # Where tenants' MCP servers (and webhooks) may be reached, and the box their secrets are sealed in
     # (None: no key configured on the distributed shape, so no secret can be stored).
     egress: EgressPolicy = field(default_factory=EgressPolicy)
     secret_box: SecretBox | None = None
+    # Sends webhook deliveries (every process that handles runs; None: the intake alone).
+    webhooks: WebhookDispatcher | None = None
 
     def close_streams(self) -> None:
         """Ends live tails and run streams (at shutdown): their clients resume elsewhere by cursor."""
@@ -150,12 +160,15 @@ if TYPE_CHECKING:
         KeysPageServices,
         LogServices,
         McpServerServices,
+        WebhookServices,
+        IdempotencyServices,
+        WebhookPageServices,
     ]:
         """Never run: mypy checks here that ``Services`` holds what each consumer reads from it (they
         receive it untyped, from the app's ``Runtime``, and name only what they read): every endpoint's,
         middleware's and dashboard page's protocol."""
         s = services
-        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
+        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
 
 
 def builtin_tools(search: SearchBackend) -> Tools:
@@ -232,6 +245,8 @@ async def open_services(
         stack.push_async_callback(log_triggers.aclose)
         inserts = thread_inserts(db)
         stack.push_async_callback(inserts.aclose)
+        idempotency = IdempotencyStore(db)
+        stack.push_async_callback(idempotency.aclose)
         logs = LogWriter(db, signals, appender, log_triggers)
         stack.push_async_callback(logs.aclose)
         log_tails = LogTails(signals)
@@ -279,15 +294,25 @@ async def open_services(
             thread_deletion=ThreadDeletionWithRuns(signals, prices),
             retention=retention,
             postings=sealer,
-            chores=Chores(retention, sealer, SessionSweeper(db, clock, settings)) if chores else None,
+            idempotency=idempotency,
+            chores=Chores(
+                retention,
+                sealer,
+                SessionSweeper(db, clock, settings),
+                [IdempotencySweeper(db, clock), WebhookSweeper(db, clock)],
+            )
+            if chores
+            else None,
             egress=egress,
             secret_box=box,
         )
+        if runs != "off":
+            services.webhooks = WebhookDispatcher(db, signals, clock, services.egress, services.secret_box)
         stack.callback(services.close_streams)  # after the executor's runs end, before the writers close
         await signals.start()
         authenticator.start()
         await log_triggers.start()
-        for part in (executor, scheduler, services.chores):
+        for part in (executor, scheduler, services.chores, services.webhooks):
             if part is not None:
                 stack.push_async_callback(part.aclose)
                 part.start()

@@ -32,6 +32,7 @@ from threadline_client._resources_more import (
     SettingsResource,
 )
 from threadline_client._transport import USER_AGENT, AsyncTransport, Endpoints, SyncTransport
+from threadline_client._webhooks import Webhooks
 
 
 def _endpoints(
@@ -65,6 +66,7 @@ class _Resources(Generic[Tr]):
         self.search: Search[Tr] = Search(transport)
         self.automations: Automations[Tr] = Automations(transport)
         self.mcp_servers: McpServers[Tr] = McpServers(transport)
+        self.webhooks: Webhooks[Tr] = Webhooks(transport)
         self.billing: Billing[Tr] = Billing(transport)
         self.settings: SettingsResource[Tr] = SettingsResource(transport)
         self.intake: Intake[Tr] = Intake(transport)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import email.utils
 import random
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
@@ -62,8 +63,17 @@ class Call(Generic[T]):
     operation_id: str = ""  # set by the method's decorator (``_endpoints``)
 
     @property
+    def keyed(self) -> bool:
+        """A POST of the API: sent with an ``Idempotency-Key`` (one per call, the same on every retry), so
+        the server answers a retry with the first attempt's response instead of doing the work twice."""
+        return self.method == "POST" and self.surface == "api"
+
+    @property
     def repeatable(self) -> bool:
-        return self.method in _REPEATABLE
+        return self.method in _REPEATABLE or self.keyed
+
+    def headers(self, base: dict[str, str]) -> dict[str, str]:
+        return {**base, "Idempotency-Key": f"tl-{uuid.uuid4()}"} if self.keyed else base
 
     def query(self) -> dict[str, Any]:
         return {name: value for name, value in self.params.items() if value is not None}
@@ -113,7 +123,14 @@ def backoff(attempt: int, retry_after: str | None) -> float:
 
 
 def retry_after_status(call: Call[Any], response: httpx.Response) -> bool:
+    """429; 5xx where repeating is safe; and a keyed POST's retry that met its first attempt still in
+    flight (409 ``IDEMPOTENCY_KEY_IN_USE``: the next retry gets its answer)."""
     status = response.status_code
+    if status == 409 and call.keyed:
+        try:
+            return bool(response.json().get("reason") == "IDEMPOTENCY_KEY_IN_USE")
+        except ValueError:
+            return False
     return status == 429 or (call.repeatable and status in _RETRYABLE_STATUS)
 
 

@@ -77,7 +77,10 @@ class SyncTransport:
         return SyncTransport(self.http, self.endpoints, self.options.merged(timeout, max_retries))
 
     def send(self, call: Call[T]) -> T:
-        url, headers = self.endpoints.url(call.surface, call.path), self.endpoints.headers(call.surface)
+        url, headers = (
+            self.endpoints.url(call.surface, call.path),
+            call.headers(self.endpoints.headers(call.surface)),
+        )
         retries = self.options.max_retries
         for attempt in range(retries + 1):
             try:
@@ -132,7 +135,10 @@ class AsyncTransport:
         return AsyncTransport(self.http, self.endpoints, self.options.merged(timeout, max_retries))
 
     async def send(self, call: Call[T]) -> T:
-        url, headers = self.endpoints.url(call.surface, call.path), self.endpoints.headers(call.surface)
+        url, headers = (
+            self.endpoints.url(call.surface, call.path),
+            call.headers(self.endpoints.headers(call.surface)),
+        )
         retries = self.options.max_retries
         for attempt in range(retries + 1):
             try:

@@ -54,6 +54,7 @@ from threadline_client._models import (
     ThreadStreamToken,
     Transaction,
 )
+from threadline_client._webhooks import Webhook, WebhookCreated, WebhookDelivery
 
 __all__ = [
     "Accepted",
@@ -106,4 +107,7 @@ __all__ = [
     "ToolCallStart",
     "Transaction",
     "UnknownEvent",
+    "Webhook",
+    "WebhookCreated",
+    "WebhookDelivery",
 ]

@@ -14,7 +14,7 @@ import pytest
 from threadline_client import (
     APIConnectionError,
     APITimeoutError,
-    InternalServerError,
+    ConflictError,
     NotFoundError,
     RateLimitError,
 )
@@ -28,10 +28,9 @@ def no_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("threadline_client._transport.time.sleep", lambda _s: None)
 
 
-def envelope(status: int, code: str) -> httpx.Response:
-    return httpx.Response(
-        status, json={"code": code, "message": "m", "operationId": "x", "missingContext": []}
-    )
+def envelope(status: int, code: str, reason: str | None = None) -> httpx.Response:
+    body = {"code": code, "message": "m", "operationId": "x", "missingContext": []}
+    return httpx.Response(status, json=body if reason is None else {**body, "reason": reason})
 
 
 def test_get_is_retried_after_a_5xx_and_sends_the_bearer_key() -> None:
@@ -43,9 +42,25 @@ def test_get_is_retried_after_a_5xx_and_sends_the_bearer_key() -> None:
     assert str(seen[0].url) == "http://api.test/v1/me"
 
 
-def test_post_is_not_repeated_after_a_5xx() -> None:
-    client, seen = client_answering(envelope(500, "INTERNAL_SERVER_ERROR"), httpx.Response(201, json={}))
-    with pytest.raises(InternalServerError):
+def test_post_is_repeated_after_a_5xx_with_one_idempotency_key() -> None:
+    client, seen = client_answering(
+        envelope(500, "INTERNAL_SERVER_ERROR"),
+        envelope(409, "CONFLICT", reason="IDEMPOTENCY_KEY_IN_USE"),
+        httpx.Response(201, json={**KEY, "key": "sk_live_secret"}),
+    )
+    assert client.keys.create(name="x", type="secret").key == "sk_live_secret"
+    keys = [request.headers["idempotency-key"] for request in seen]
+    assert len(keys) == 3 and len(set(keys)) == 1
+    client, again = client_answering(httpx.Response(201, json={**KEY, "key": "sk_live_secret"}))
+    client.keys.create(name="x", type="secret")
+    assert again[0].headers["idempotency-key"] != keys[0]  # a new call, a new key
+
+
+def test_a_key_reused_elsewhere_is_not_repeated() -> None:
+    client, seen = client_answering(
+        envelope(409, "CONFLICT", reason="IDEMPOTENCY_KEY_REUSED"), httpx.Response(201, json={})
+    )
+    with pytest.raises(ConflictError):
         client.keys.create(name="x", type="secret")
     assert len(seen) == 1
 
@@ -60,11 +75,11 @@ def test_post_is_retried_after_429_and_a_refused_connection() -> None:
     assert len(seen) == 3
 
 
-def test_post_timeout_is_not_repeated_and_a_get_is() -> None:
-    client, seen = client_answering(httpx.ReadTimeout("slow"), httpx.Response(201, json={}))
+def test_timeouts_are_repeated_with_the_same_key() -> None:
+    client, seen = client_answering(*(httpx.ReadTimeout("slow") for _ in range(3)))
     with pytest.raises(APITimeoutError):
         client.projects.create(name="x")
-    assert len(seen) == 1
+    assert len(seen) == 3 and len({r.headers["idempotency-key"] for r in seen}) == 1
     client, seen = client_answering(*(httpx.ReadTimeout("slow") for _ in range(3)))
     with pytest.raises(APITimeoutError):
         client.keys.get("key_1")

@@ -27,6 +27,7 @@ from threadline.dashboard.pages import (
     search,
     settings,
     threads,
+    webhooks,
 )
 from threadline.dashboard.security import SecurityHeadersMiddleware
 from threadline.dashboard.web import Refused, SignInRequired, guard, is_htmx, optional_viewer, render
@@ -42,6 +43,7 @@ PAGE_ROUTERS = (
     overview.router,
     keys.router,
     mcp_servers.router,
+    webhooks.router,
     settings.router,
     projects.router,
     threads.router,

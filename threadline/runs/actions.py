@@ -22,7 +22,7 @@ from threadline.kit.clock import isoformat, utcnow
 from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import BadRequest, Conflict, Reason
 from threadline.kit.signals import SignalBus
-from threadline.runs import events
+from threadline.runs import events, outbox
 from threadline.runs.events import RUN_EVENTS, Event
 from threadline.runs.repository import Run, RunRepository, RunsAcrossOrganizations
 from threadline.runs.service import RUNS_QUEUED, end_locked, get_run, lock_thread
@@ -67,7 +67,7 @@ async def suspend_run(
     expires_at = now + timedelta(seconds=run.action_timeout_seconds)
     action = required_action(*waiting, expires_at)
     made = [_event(run, 1, "run_requires_action", {"requiredAction": action}, now)]
-    return await _write(
+    written = await _write(
         conn,
         signals,
         run,
@@ -79,6 +79,9 @@ async def suspend_run(
         action_expires_at=expires_at,
         agent_state=suspension.encode(),
     )
+    await outbox.record(conn, written, outbox.REQUIRES_ACTION, now)
+    after_commit(conn, lambda: signals.publish(outbox.OUTBOX_WRITTEN, run.id))
+    return written
 
 
 async def submit_tool_outputs(

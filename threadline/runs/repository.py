@@ -24,6 +24,10 @@ Status = Literal["queued", "running", "requires_action", "completed", "failed", 
 ACTIVE: tuple[Status, ...] = ("queued", "running", "requires_action")
 BUSY: tuple[Status, ...] = ("running", "requires_action")
 ENDED: tuple[Status, ...] = ("completed", "failed", "cancelled")
+# How long a run waits for its caller by default, and at most (here, below the service and the schemas that
+# both read them, so the outbox may render a run without an import cycle).
+DEFAULT_ACTION_TIMEOUT_SECONDS = 600
+MAX_ACTION_TIMEOUT_SECONDS = 86_400
 
 
 @dataclass(frozen=True, slots=True)

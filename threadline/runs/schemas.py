@@ -10,8 +10,7 @@ from threadline.kit.metadata import Metadata
 from threadline.kit.schemas import RequestModel, ResponseModel, Timestamp
 from threadline.messages.schemas import MAX_CONTENT_BYTES, Content
 from threadline.runs.artifacts import Artifact
-from threadline.runs.repository import Run, Status
-from threadline.runs.service import DEFAULT_ACTION_TIMEOUT_SECONDS, MAX_ACTION_TIMEOUT_SECONDS
+from threadline.runs.repository import DEFAULT_ACTION_TIMEOUT_SECONDS, MAX_ACTION_TIMEOUT_SECONDS, Run, Status
 from threadline.settings.schemas import MAX_INSTRUCTIONS_CHARS, ModelName, Origins
 
 

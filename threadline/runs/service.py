@@ -27,10 +27,16 @@ from threadline.kit.pagination import CursorParams
 from threadline.kit.signals import SignalBus
 from threadline.messages.service import append_message
 from threadline.organizations.repository import Organization
-from threadline.runs import events
+from threadline.runs import events, outbox
 from threadline.runs.artifacts import Artifact, ArtifactRepository
 from threadline.runs.events import RUN_COMPLETED, RUN_EVENTS, Event
-from threadline.runs.repository import Run, RunRepository, RunsAcrossOrganizations, Status
+from threadline.runs.repository import (
+    DEFAULT_ACTION_TIMEOUT_SECONDS,
+    Run,
+    RunRepository,
+    RunsAcrossOrganizations,
+    Status,
+)
 from threadline.runs.unfinished import write_unfinished_messages
 from threadline.settings.service import DEFAULT_MODEL
 from threadline.threads import service as threads
@@ -42,8 +48,6 @@ RUNS_QUEUED = "runs.queued"
 RUN_CANCELLED = "runs.cancelled"
 
 Strategy = Literal["reject", "enqueue", "interrupt"]
-DEFAULT_ACTION_TIMEOUT_SECONDS = 600
-MAX_ACTION_TIMEOUT_SECONDS = 86_400
 
 
 async def lock_thread(conn: Conn, organization_id: str, thread_id: str) -> None:
@@ -285,17 +289,7 @@ async def _end(
     await across.set_status(run.id, status, at=now, error=error, events=len(made))
     await across.refresh_active_run(run.thread_id)
     await _charge(conn, prices, run)
-    announcement = events.announcement(run.organization_id, run.id, made)
-
-    async def announce() -> None:
-        RUNS_ENDED.labels(status).inc()
-        await signals.publish(RUN_EVENTS, announcement)
-        if status == "cancelled":
-            await signals.publish(RUN_CANCELLED, run.id)
-        await signals.publish(RUNS_QUEUED, run.id)  # the thread's next queued run may start
-
-    after_commit(conn, announce)
-    return replace(
+    ended = replace(
         run,
         status=status,
         ended_at=now,
@@ -304,6 +298,19 @@ async def _end(
         error_message=error[1] if error else None,
         lease_owner=None,
     )
+    await outbox.record(conn, ended, outbox.ENDED[status], now)
+    announcement = events.announcement(run.organization_id, run.id, made)
+
+    async def announce() -> None:
+        RUNS_ENDED.labels(status).inc()
+        await signals.publish(RUN_EVENTS, announcement)
+        if status == "cancelled":
+            await signals.publish(RUN_CANCELLED, run.id)
+        await signals.publish(RUNS_QUEUED, run.id)  # the thread's next queued run may start
+        await signals.publish(outbox.OUTBOX_WRITTEN, run.id)
+
+    after_commit(conn, announce)
+    return ended
 
 
 # Every end of a run passes through ``_end``; the wait's answers and expiry (runs.actions) end runs with it.

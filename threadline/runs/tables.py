@@ -76,3 +76,17 @@ artifacts = sa.Table(
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Index(None, "run_id", "id"),
 )
+
+# What a run's change tells the domains above it (webhooks), written in the same transaction as the change
+# so a process that dies right after its commit loses nothing: they read and delete rows at their pace.
+# ``data`` is the run as the API shows it then (RunOut's JSON), so a row needs nothing else to be sent.
+run_outbox = sa.Table(
+    "run_outbox",
+    metadata,
+    id_column(),
+    organization_column(),
+    sa.Column("run_id", sa.String(40), nullable=False),
+    sa.Column("type", sa.String(40), nullable=False),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+)

@@ -3,16 +3,18 @@
 from threadline.automations.tables import automation_firings, automations
 from threadline.billing.tables import billing_accounts, billing_transactions
 from threadline.dashboard.tables import dashboard_sessions
+from threadline.idempotency.tables import idempotency_keys
 from threadline.keys.tables import api_keys, stream_tokens
 from threadline.kit.columns import metadata
 from threadline.mcp_servers.tables import mcp_servers
 from threadline.messages.tables import messages
 from threadline.organizations.tables import organizations
 from threadline.projects.tables import projects
-from threadline.runs.tables import artifacts, run_events, runs
+from threadline.runs.tables import artifacts, run_events, run_outbox, runs
 from threadline.telemetry.tables import log_records, log_sequence
 from threadline.threads.tables import threads
 from threadline.users.tables import users
+from threadline.webhooks.tables import webhook_deliveries, webhook_endpoints, webhook_events
 
 # Full-text objects the migrations create per dialect, outside the declared tables: SQLite FTS5 virtual
 # tables (and their shadow tables), PostgreSQL's generated search_vector columns and message postings
@@ -43,6 +45,7 @@ __all__ = [
     "billing_accounts",
     "billing_transactions",
     "dashboard_sessions",
+    "idempotency_keys",
     "is_declared",
     "log_records",
     "log_sequence",
@@ -52,8 +55,12 @@ __all__ = [
     "organizations",
     "projects",
     "run_events",
+    "run_outbox",
     "runs",
     "stream_tokens",
     "threads",
     "users",
+    "webhook_deliveries",
+    "webhook_endpoints",
+    "webhook_events",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from threadline.cli.client import automations, keys, logs, mcp_servers, run_actions, runs, threads
+from threadline.cli.client import automations, keys, logs, mcp_servers, run_actions, runs, threads, webhooks
 from threadline.cli.client.billing import register_billing
 
 __all__ = ["register", "register_billing"]
@@ -18,3 +18,4 @@ def register(app: typer.Typer) -> None:
     runs.register_runs(app)
     automations.register_automations(app)
     mcp_servers.register_mcp_servers(app)
+    webhooks.register_webhooks(app)

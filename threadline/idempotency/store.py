@@ -1,0 +1,87 @@
+"""Claims and answers of idempotency keys, each kind group-committed (``kit.group_commit``): a keyed POST
+costs two writes of its own, and on SQLite two transactions a request (each a turn of the one writer)
+held keyed ``POST /v1/threads`` to 0.67-0.75x of the unkeyed rate; concurrent requests' claims (and
+answers) now share one transaction. ``Services.idempotency``; ``claim`` and ``answer`` return once their
+transaction has committed, so the guarantees are those of a transaction per request."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from threadline.idempotency.tables import idempotency_keys
+from threadline.kit.db import Database
+from threadline.kit.group_commit import GroupCommit
+from threadline.kit.statements import insert_or_ignore
+
+
+@dataclass(slots=True)
+class _Claim:
+    organization_id: str
+    key: str
+    fingerprint: str
+    at: datetime
+    won: bool = False  # set by the write: this request's row is the key's
+
+
+@dataclass(slots=True)
+class _Answer:
+    organization_id: str
+    key: str
+    status: int | None  # None: release the key (a 5xx, a failure)
+    content_type: str | None
+    body: bytes
+
+
+def _mine(organization_id: str, key: str) -> sa.ColumnElement[bool]:
+    k = idempotency_keys.c
+    return sa.and_(k.organization_id == organization_id, k.key == key)
+
+
+class IdempotencyStore:
+    def __init__(self, db: Database) -> None:
+        self._insert = insert_or_ignore(db.dialect_name)(idempotency_keys, ["organization_id", "key"])
+        self._claims = GroupCommit(db, self._write_claims, name="idempotency-claims")
+        self._answers = GroupCommit(db, self._write_answers, name="idempotency-answers")
+
+    def _write_claims(self, connection: Connection, claims: Sequence[_Claim]) -> None:
+        for claim in claims:
+            values = {
+                "organization_id": claim.organization_id,
+                "key": claim.key,
+                "fingerprint": claim.fingerprint,
+                "created_at": claim.at,
+            }
+            claim.won = connection.execute(self._insert.values(values)).rowcount == 1
+
+    def _write_answers(self, connection: Connection, answers: Sequence[_Answer]) -> None:
+        for answer in answers:
+            mine = _mine(answer.organization_id, answer.key)
+            if answer.status is None:
+                connection.execute(idempotency_keys.delete().where(mine))
+            else:
+                connection.execute(
+                    idempotency_keys.update()
+                    .where(mine)
+                    .values(status=answer.status, content_type=answer.content_type, body=answer.body)
+                )
+
+    async def claim(self, organization_id: str, key: str, fingerprint: str, at: datetime) -> bool:
+        """True when this request is the key's first (its row, in flight, is committed)."""
+        claim = _Claim(organization_id, key, fingerprint, at)
+        await self._claims.submit(claim)
+        return claim.won
+
+    async def answer(
+        self, organization_id: str, key: str, status: int | None, content_type: str | None, body: bytes
+    ) -> None:
+        """Stores the first request's answer, or releases the key (``status`` None)."""
+        await self._answers.submit(_Answer(organization_id, key, status, content_type, body))
+
+    async def aclose(self) -> None:
+        await self._claims.aclose()
+        await self._answers.aclose()

@@ -1,0 +1,1 @@
+"""Webhooks: endpoints an organization registers, and the signed deliveries of its runs' events."""
