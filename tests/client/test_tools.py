@@ -199,3 +199,25 @@ def test_the_cli_answers_waiting_runs(served_sync: tuple[Served, str]) -> None:
             served, key, "runs", "submit-outputs", outputs.id, "--output", f"{call.id}=x", check=False
         )
         assert again.returncode == 1 and "not waiting for its caller" in again.stderr
+
+
+def test_a_failing_function_leaves_the_run_waiting(served_sync: tuple[Served, str]) -> None:
+    """The helper never invents a result: the exception reaches the caller and the run still waits; a call
+    with no function is handed on unanswered."""
+    served, key = served_sync
+
+    def broken(order_id: str) -> str:
+        raise LookupError(order_id)
+
+    with Threadline(key, served.api_url) as client:
+        run = client.runs.create(client.threads.create().id, input=ASK, tools=[LOOKUP])
+        with pytest.raises(LookupError, match="A-1001"):
+            list(client.runs.stream(run.id, tools={"lookup_order": broken}))
+        assert client.runs.get(run.id).status == "requires_action"
+        handed_on = None
+        for event in client.runs.stream(run.id, tools={"other": broken}):
+            if isinstance(event, RunRequiresAction):  # no function for it: handed on unanswered
+                handed_on = event
+                break
+        assert handed_on is not None and client.runs.get(run.id).status == "requires_action"
+        assert client.runs.cancel(run.id).status == "cancelled"
