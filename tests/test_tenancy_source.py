@@ -27,6 +27,20 @@ ALLOWED: dict[tuple[str, str], str] = {
     ): "every used key's lastUsedAt, in one batch",
     ("runs/executor.py", "RunExecutor._renew"): "the leases this process holds, whoever's runs they are",
     ("runs/executor.py", "RunExecutor.reap"): "runs of every organization whose lease lapsed",
+    (
+        "metrics_endpoint.py",
+        "MetricsEndpoint._count",
+    ): "the operator's /metrics: active runs of every organization",
+    ("runs/recorder.py", "RunRecorder._landed"): "the executing run's own row, by its id, after an outage",
+    ("runs/actions.py", "suspend_run"): "the executing run's own row, by its id, as it starts to wait",
+    (
+        "runs/actions.py",
+        "expire",
+    ): "the executor's sweep of waiting runs past their expiresAt, every organization's",
+    ("runs/actions.py", "_write"): (
+        "a waiting run's answer or expiry, written by the run's id after the caller locked it "
+        "(a request through RunRepository)"
+    ),
     ("runs/recorder.py", "RunRecorder._commit"): "the executing run's events, guarded by its lease",
     ("runs/service.py", "claim"): "the next queued run of any organization",
     ("runs/service.py", "end_run"): "the executor's or the reaper's end of a run they hold by id",

@@ -7,7 +7,9 @@ paths run them (conftest): the store process and inline appends announce their c
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import types
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -132,3 +134,26 @@ async def test_a_tail_behind_the_feed_catches_up_alone_exactly(
         await leader.aclose()
         if resumed is not None:
             await resumed.aclose()
+
+
+def _open_inner_tails() -> list[types.AsyncGeneratorType[bytes, None]]:
+    return [
+        found
+        for found in gc.get_objects()
+        if isinstance(found, types.AsyncGeneratorType)
+        and found.ag_code is tail.LogTails._tail.__code__
+        and found.ag_frame is not None
+    ]
+
+
+async def test_closing_a_tail_closes_its_inner_generator_in_the_same_task(
+    services: Services, intake: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    """The inner ``_tail`` is closed by ``follow``'s own close, not left suspended for the garbage collector
+    to close later from a task of its own (the cause of the suite's "async generator already executing")."""
+    stream = await open_tail(services, tenant)
+    await send(intake, tenant, "inside")
+    assert [r["message"] for r in await records(stream, 1)] == ["inside"]
+    assert len(_open_inner_tails()) == 1
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert _open_inner_tails() == []

@@ -19,10 +19,11 @@ and nothing sent twice, across reconnects too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from bisect import bisect_right
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from datetime import datetime, timedelta
 
 from threadline.kit.clock import utcnow
@@ -190,12 +191,16 @@ class LogTails:
             # record arrived resumes from here (an EventSource keeps it as its Last-Event-ID) instead of
             # from "now" again, which would skip what was committed while it was away.
             yield position(encode_cursor(after_id))
-            async for chunk in self._tail(db, organization_id, feed, after_id):
-                yield chunk
+            # Closed here, in the task that closes this generator, not left to the garbage collector: an
+            # inner generator abandoned at a ``yield`` is finalized later by a task of its own, which is
+            # what made the suite warn "async generator already executing".
+            async with contextlib.aclosing(self._tail(db, organization_id, feed, after_id)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
         finally:
             self._leave(organization_id, organization, feed)
 
-    async def _tail(self, db: Database, organization_id: str, feed: _Feed, at: str) -> AsyncIterator[bytes]:
+    async def _tail(self, db: Database, organization_id: str, feed: _Feed, at: str) -> AsyncGenerator[bytes]:
         until = feed.filters.until
         heartbeat = Heartbeat(HEARTBEAT_SECONDS)
         woken = asyncio.Event()
