@@ -15,9 +15,18 @@ from tests.mcp_servers.helpers import register, tools_of
 from tests.mcp_servers.peers import PythonPeer, everything_peer, python_peer
 from tests.support import Tenant
 from threadline.kit.errors import BadGateway
+from threadline.kit.metrics import REGISTRY
 from threadline.mcp_servers import service
 from threadline.mcp_servers.connection import McpSession
 from threadline.runtime import Services
+
+
+def _calls() -> dict[str, float]:
+    """``threadline_mcp_calls_total`` by result, as /metrics would show it."""
+    return {
+        r: (REGISTRY.get_sample_value("threadline_mcp_calls_total", {"result": r}) or 0.0)
+        for r in ("ok", "error", "timeout", "failed")
+    }
 
 
 def _session(services: Services, tenant: Tenant, server_id: str) -> AbstractAsyncContextManager[McpSession]:
@@ -40,6 +49,7 @@ async def test_one_session_many_calls(
     )
     peer.seen_headers.clear()
     peer.seen_ports.clear()
+    before = _calls()
     async with _session(services, tenant, created["id"]) as opened:
         echoed = await opened.call_tool("echo", {"text": "hello"})
         added = await opened.call_tool("add", {"a": 2, "b": 40})
@@ -51,6 +61,8 @@ async def test_one_session_many_calls(
     assert failed.is_error and "explode" in str(failed.result)
     assert unknown.is_error and "no_such_tool" in str(unknown.result)
     assert (again.result, again.is_error) == ({"result": "still here"}, False)
+    counted = {result: _calls()[result] - before[result] for result in before}
+    assert counted["ok"] == 3 and counted["error"] + counted["failed"] == 2 and counted["timeout"] == 0
     assert all(h.get("x-api-key") == "k-42" for h in peer.seen_headers)
     # One session: five calls and the handshake over one kept-alive connection (HTTP+SSE: its event
     # stream's and one for the messages), never a connection per call.
@@ -62,11 +74,13 @@ async def test_a_call_past_its_timeout_is_an_error_result(
     client: httpx.AsyncClient, services: Services, tenant: Tenant, peer: PythonPeer
 ) -> None:
     created = await register(client, tenant, url=peer.base + "/mcp", timeoutSeconds=0.5)
+    before = _calls()["timeout"]
     async with _session(services, tenant, created["id"]) as opened:
         started = time.monotonic()
         late = await opened.call_tool("slow", {"seconds": 30})
         assert time.monotonic() - started < 5
         assert late.is_error and "0.5 seconds" in late.result["error"]
+    assert _calls()["timeout"] - before == 1  # threadline_mcp_calls_total{result="timeout"}
 
 
 async def test_a_server_that_dies_mid_session(

@@ -15,6 +15,7 @@ from tests.support import Tenant, make_thread
 from tests.webhooks.helpers import deliveries, register, settled
 from tests.webhooks.receiver import Receiver, verified
 from threadline.kit.clock import ManualClock
+from threadline.kit.metrics import REGISTRY
 from threadline.runtime import Services
 from threadline.webhooks.dispatcher import BACKOFF_SECONDS, PER_ENDPOINT, retry_after
 
@@ -63,6 +64,10 @@ async def test_test_event_and_retries_until_success(
 ) -> None:
     path = f"/flaky-{tenant.org_id}"
     receiver.statuses[path] = [500, 503]
+    before = {
+        r: (REGISTRY.get_sample_value("threadline_webhook_deliveries_total", {"result": r}) or 0.0)
+        for r in ("succeeded", "failed")
+    }
     hook = await register(client, tenant, receiver.url + path, events=["*"])
     response = await client.post(f"/v1/webhooks/{hook['id']}/test", headers=tenant.secret)
     assert response.status_code == 202, response.text
@@ -86,6 +91,13 @@ async def test_test_event_and_retries_until_success(
     ]  # fmt: skip
     sent = receiver.at(path)
     assert len({r.headers["webhook-id"] for r in sent}) == 1  # one event, the same id on every retry
+    # threadline_webhook_deliveries_total by result (other tests' retries may be due as the clock moves)
+    assert (
+        REGISTRY.get_sample_value("threadline_webhook_deliveries_total", {"result": "failed"}) or 0.0
+    ) - before["failed"] >= 2
+    assert (
+        REGISTRY.get_sample_value("threadline_webhook_deliveries_total", {"result": "succeeded"}) or 0.0
+    ) - before["succeeded"] >= 1
     assert all(verified(hook["secret"], r)["data"] == {"webhookId": hook["id"]} for r in sent)
 
 

@@ -13,9 +13,8 @@ Labels are operation ids, status codes, reasons, run statuses and dependency nam
 the code. Never an organization, a key, an id or anything a user sent (``tests/test_metrics.py`` drives
 traffic full of such values and scans the exposition for them).
 
-Webhook deliveries and MCP calls will be counted here by result
-(``threadline_webhook_deliveries_total{result}``, ``threadline_mcp_calls_total{result}``) when those
-features land; nothing is defined for them before there is something to count.
+Webhook deliveries and MCP calls are counted by result, where each attempt or call ends (the webhooks'
+dispatcher, the MCP session's ``call_tool``).
 """
 
 from __future__ import annotations
@@ -89,6 +88,18 @@ EXECUTOR_SLOTS = Gauge(
 EXECUTOR_SLOTS_IN_USE = Gauge(
     "threadline_executor_slots_in_use",
     "Runs this process is executing now.",
+    registry=REGISTRY,
+)
+WEBHOOK_DELIVERIES = Counter(
+    "threadline_webhook_deliveries",
+    "Webhook delivery attempts ended, by result (succeeded: a 2xx in time; failed: anything else).",
+    ["result"],
+    registry=REGISTRY,
+)
+MCP_CALLS = Counter(
+    "threadline_mcp_calls",
+    "MCP tool calls ended, by result (ok, error: the tool's own error, timeout, failed: the connection).",
+    ["result"],
     registry=REGISTRY,
 )
 DEPENDENCY_ERRORS = Counter(

@@ -29,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
 from threadline.kit.egress import EgressPolicy, pinned_client
+from threadline.kit.metrics import MCP_CALLS
 
 logger = logging.getLogger(__name__)
 # How long an idle event stream may stay silent before the SDK gives it up (not a call's limit).
@@ -113,16 +114,21 @@ class McpSession:
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         if not self.alive:
+            MCP_CALLS.labels("failed").inc()
             return _failure(f"The connection to the MCP server was lost: {self._owner.failure()}.")
         try:
             with anyio.fail_after(self._timeout):
                 call = await self._client.call_tool(name, dict(arguments), read_timeout_seconds=self._timeout)
         except TimeoutError:
+            MCP_CALLS.labels("timeout").inc()
             return _failure(f"The MCP server did not answer within {self._timeout:g} seconds.")
         except Exception as exc:
+            MCP_CALLS.labels("failed").inc()
             logger.info("MCP call %s failed: %s", name, _describe(exc))
             return _failure(f"The MCP call failed: {_describe(exc)}")
-        return result_of(call)
+        result = result_of(call)
+        MCP_CALLS.labels("error" if result.is_error else "ok").inc()
+        return result
 
 
 class _Owner:

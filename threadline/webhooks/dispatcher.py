@@ -27,6 +27,7 @@ from threadline.kit.db import Database
 from threadline.kit.egress import EgressPolicy, pinned_client
 from threadline.kit.encryption import SecretBox
 from threadline.kit.ids import new_id
+from threadline.kit.metrics import WEBHOOK_DELIVERIES
 from threadline.kit.signals import SignalBus
 from threadline.runs.outbox import OUTBOX_WRITTEN, OutboxAcrossOrganizations
 from threadline.webhooks import fanout, signing
@@ -168,6 +169,7 @@ class WebhookDispatcher:
     async def _record(self, attempt: Attempt, status_code: int | None, error: str | None) -> None:
         delivery = attempt.delivery
         now = self.clock.now()
+        WEBHOOK_DELIVERIES.labels("succeeded" if error is None else "failed").inc()
         if error is None:
             async with self._db.transaction() as conn:
                 await DeliveriesAcrossOrganizations(conn).finish(
