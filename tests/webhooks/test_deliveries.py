@@ -59,6 +59,11 @@ async def test_events_not_subscribed_are_not_sent(
     assert len(receiver.at(path)) == 1
 
 
+def _delivered(result: str) -> float:
+    """``threadline_webhook_deliveries_total`` of one result, as /metrics would show it."""
+    return REGISTRY.get_sample_value("threadline_webhook_deliveries_total", {"result": result}) or 0.0
+
+
 async def test_test_event_and_retries_until_success(
     client: httpx.AsyncClient, tenant: Tenant, receiver: Receiver, services: Services, clock: ManualClock
 ) -> None:
