@@ -131,7 +131,8 @@ async def test_overview_charts_runs_and_tokens_of_this_hour(
     page = await dashboard.get("/")
     runs = chart_rows(page.text, "runs-chart")
     assert len(runs) == 25
-    assert list(runs.values())[-1] == [0, 0, 1, 0, 0]  # queued, running, completed, failed, cancelled
+    # queued, running, requires_action, completed, failed, cancelled
+    assert list(runs.values())[-1] == [0, 0, 0, 1, 0, 0]
     tokens = chart_rows(page.text, "tokens-chart")
     used = ended["usage"]["inputTokens"] + ended["usage"]["outputTokens"]
     assert used > 0

@@ -26,7 +26,16 @@ async def _database_dump(backend: Backend, settings: Settings) -> bytes:
     if backend.name == "embedded":
         files = sorted(settings.data_dir.glob("threadline.db*"))
         assert files
-        return b"".join(path.read_bytes() for path in files)
+        # Read by another process: opening and closing the files here would drop this process's POSIX
+        # locks on them (which are per process, not per descriptor), and a served process closing its last
+        # connection would then take itself for the last one and delete the WAL the session's database
+        # still needs ("database disk image is malformed" in every later test).
+        reader = await asyncio.create_subprocess_exec(
+            "cat", *map(str, files), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        out, err = await reader.communicate()
+        assert reader.returncode == 0, err.decode()
+        return out
     assert settings.database_url is not None
     url = settings.database_url.get_secret_value()
     process = await asyncio.create_subprocess_exec(
