@@ -27,10 +27,16 @@ SEED = 20261125  # the same cases every run: a failure reproduces, and the allow
 # The API in three runs. Revoking a key runs alone, so that no generated link (GET /v1/keys → DELETE
 # /v1/keys/{id}) revokes the key the runs authenticate with. The live tail runs alone with a short request
 # timeout: without ``until`` it never ends, and each case would otherwise wait the whole timeout.
-# The MCP server operations that resolve or call a tenant's URL are not fuzzed: generated host names would
-# be looked up, and generated public addresses called, and no test may send anything beyond this machine
-# (tests/mcp_servers covers them, against servers on 127.0.0.1).
-CALLS_OUT = ["mcpServers.create", "mcpServers.update", "mcpServers.listTools"]
+# The MCP server and webhook operations that resolve or call a tenant's URL are not fuzzed: generated host
+# names would be looked up, and generated public addresses called, and no test may send anything beyond this
+# machine (tests/mcp_servers and tests/webhooks cover them, against servers on 127.0.0.1).
+CALLS_OUT = [
+    "mcpServers.create",
+    "mcpServers.update",
+    "mcpServers.listTools",
+    "webhooks.create",
+    "webhooks.update",
+]
 API_RUNS: list[list[str]] = [
     [
         "--exclude-tag",

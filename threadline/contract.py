@@ -55,6 +55,10 @@ IDEMPOTENCY_KEY = {
     ),
     "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
 }
+_BAD_REQUEST = {
+    "description": "Malformed request or failed validation (`BAD_REQUEST`).",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+}
 _CONFLICT = {
     "description": "Conflicts with the current state (`CONFLICT`).",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
@@ -63,12 +67,14 @@ _CONFLICT = {
 
 def _document_idempotency(schema: dict[str, Any], intake_paths: set[str]) -> None:
     """Every POST of the API takes an ``Idempotency-Key`` (``idempotency/middleware.py``, which serves it
-    before routing, so FastAPI never sees the header): declared here, with the 409 it may answer."""
+    before routing, so FastAPI never sees the header): declared here, with the 400 (a malformed key) and the
+    409 it may answer."""
     for path, item in schema["paths"].items():
         operation = item.get("post")
         if operation is None or path in intake_paths or not path.startswith("/v1/"):
             continue
         operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
+        operation["responses"].setdefault("400", dict(_BAD_REQUEST))
         operation["responses"].setdefault("409", dict(_CONFLICT))
 
 
