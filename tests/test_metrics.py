@@ -180,8 +180,9 @@ def test_serve_counts_what_its_log_store_process_commits(
                 if value(streaming, "threadline_open_streams") == 1:
                     break
             assert value(streaming, "threadline_open_streams") == 1
-            assert value(streaming, "threadline_executor_slots_in_use") == 1
-            assert value(streaming, "threadline_runs", status="running") == 1
+            # At least this run: the session's database may hold other tests' runs this server also claims.
+            assert value(streaming, "threadline_executor_slots_in_use") >= 1
+            assert value(streaming, "threadline_runs", status="running") >= 1
     assert value(found, "threadline_intake_records_accepted_total") == 25
     assert value(found, "threadline_requests_total", operation="logs.ingest", status="202") == 1
 

@@ -181,7 +181,7 @@ async def test_a_run_waiting_for_its_caller_is_delivered(
     tool = {"type": "function", "name": "lookup_order", "parameters": {"type": "object"}}
     run = await start_run(client, tenant, thread, tools=[tool], input='#call=lookup_order {"id": 7}')
     waiting = await wait_for_status(client, tenant, run["id"], "requires_action")
-    [received] = await asyncio.to_thread(receiver.wait_for, path)
+    received = (await asyncio.to_thread(receiver.wait_for, path))[0]  # at least once: the first suffices
     payload = verified(hook["secret"], received)
     assert payload["type"] == "run.requires_action"
     assert payload["data"]["id"] == run["id"] and payload["data"]["status"] == "requires_action"
