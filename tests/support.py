@@ -43,7 +43,7 @@ class Tenant:
 
 async def make_tenant(services: Services, name: str) -> Tenant:
     async with services.db.transaction() as conn:
-        created = await create_organization(conn, name)
+        created = await create_organization(conn, name, now=services.clock.now())
     return Tenant(created)
 
 

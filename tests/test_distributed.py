@@ -44,7 +44,7 @@ async def test_two_processes_share_one_budget(
     backend: Backend, settings: Settings, tenant: Tenant, services: Services
 ) -> None:
     async with services.db.transaction() as conn:
-        await set_rate_limit(conn, services.signals, tenant.org_id, 60)
+        await set_rate_limit(conn, services.signals, tenant.org_id, 60, now=services.clock.now())
     env = backend.env(settings)
     with running_server(env) as a, running_server(env) as b:
         urls = [f"{a.api_url}/v1/projects", f"{b.api_url}/v1/projects"]

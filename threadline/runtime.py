@@ -238,7 +238,7 @@ async def open_services(
             signals = MemorySignalBus()
         stack.push_async_callback(limiter.aclose)
         stack.push_async_callback(signals.aclose)
-        authenticator = KeyAuthenticator(db, signals, settings)
+        authenticator = KeyAuthenticator(db, signals, settings, clock)
         stack.push_async_callback(authenticator.aclose)
         appender, retention, sealer = _per_dialect(settings, db)
         log_triggers = LogTriggers(db, signals, prices, clock, insert_or_ignore(db.dialect_name), settings)

@@ -98,7 +98,9 @@ async def test_an_organization_holds_at_most_its_automations(
 ) -> None:
     assert settings.default_automation_limit == 100
     async with services.db.transaction() as conn:
-        await org_service.set_automation_limit(conn, services.signals, tenant.org_id, 2)
+        await org_service.set_automation_limit(
+            conn, services.signals, tenant.org_id, 2, now=services.clock.now()
+        )
     for _ in range(2):
         await create(client, tenant, schedule())
     refused = await client.post("/v1/automations", headers=tenant.secret, json=schedule())
@@ -119,7 +121,9 @@ async def test_firings_start_no_run_while_the_organization_has_its_limit_queued(
     client: httpx.AsyncClient, tenant: Tenant, services: Services, scheduler: Scheduler, clock: SteppingClock
 ) -> None:
     async with services.db.transaction() as conn:
-        await org_service.set_queued_run_limit(conn, services.signals, tenant.org_id, 2)
+        await org_service.set_queued_run_limit(
+            conn, services.signals, tenant.org_id, 2, now=services.clock.now()
+        )
     made = [(await create(client, tenant, schedule("* * * * *")))["id"] for _ in range(3)]
     clock.set(DUE)
     assert await scheduler.tick() == 2  # nothing executes runs here: the first two stay queued

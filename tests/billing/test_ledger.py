@@ -188,8 +188,10 @@ class TestDebits:
         debit, the entries chain (each balanceAfter is the previous plus its amount), and their sum is
         the balance."""
         async with services.db.transaction() as conn:
-            await set_rate_limit(conn, services.signals, tenant.org_id, 100_000)
-            await set_run_concurrency(conn, services.signals, tenant.org_id, 16)  # the process's slots
+            await set_rate_limit(conn, services.signals, tenant.org_id, 100_000, now=services.clock.now())
+            await set_run_concurrency(
+                conn, services.signals, tenant.org_id, 16, now=services.clock.now()
+            )  # the process's slots
         await grant(services, tenant, 1_000_000)
         threads = await asyncio.gather(*(make_thread(client, tenant) for _ in range(100)))
         runs = await asyncio.gather(

@@ -20,6 +20,7 @@ from threadline_client import NotFoundError, Threadline
 from tests.conftest import Backend
 from tests.support import ServerProcess, Tenant, running_server, threadline
 from threadline.billing.ledger import LedgerRepository
+from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.provisioning import create_organization
 
@@ -32,7 +33,7 @@ class Served:
 
     async def organization(self, name: str) -> Tenant:
         async with self.db.transaction() as conn:
-            return Tenant(await create_organization(conn, name))
+            return Tenant(await create_organization(conn, name, now=Clock().now()))
 
     def client_env(self, tenant: Tenant) -> dict[str, str]:
         return {

@@ -11,6 +11,7 @@ from threadline_client import Threadline
 
 from tests.conftest import Backend
 from tests.support import ServerProcess, Tenant, running_server
+from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.provisioning import create_organization
 
@@ -26,7 +27,7 @@ class Served:
 
     async def organization(self, name: str) -> Tenant:
         async with self.db.transaction() as conn:
-            return Tenant(await create_organization(conn, name))
+            return Tenant(await create_organization(conn, name, now=Clock().now()))
 
     @contextmanager
     def sdk(self, tenant: Tenant) -> Iterator[Threadline]:

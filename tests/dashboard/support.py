@@ -29,7 +29,7 @@ class Member:
 
 async def make_member(services: Services, tenant: Tenant, email: str, password: str = PASSWORD) -> Member:
     async with services.db.transaction() as conn:
-        user = await create_owner(conn, tenant.org_id, email, password)
+        user = await create_owner(conn, tenant.org_id, email, password, now=services.clock.now())
     return Member(tenant, user.email, password, user.id)
 
 

@@ -68,7 +68,9 @@ class TestListing:
     ) -> None:
         async with services.db.transaction() as conn:
             for n in range(25):
-                await keys.create_key(conn, tenant.org_id, name=f"batch {n:02d}", key_type="secret")
+                await keys.create_key(
+                    conn, tenant.org_id, name=f"batch {n:02d}", key_type="secret", now=services.clock.now()
+                )
         first = (await dashboard.get("/settings/api-keys")).text
         assert first.count(">Revoke</button>") == 20 and "batch 24" in first and "batch 04" not in first
         older = re.search(r'href="(/settings/api-keys\?cursor=[^"]+)">Older keys', first)

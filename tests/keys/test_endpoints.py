@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 
 import httpx
 import sqlalchemy as sa
 
-from tests.support import Tenant, assert_error
+from tests.support import Tenant, assert_error, make_tenant
+from threadline.config import Settings
 from threadline.keys.tables import api_keys
-from threadline.runtime import Services
+from threadline.kit.clock import ManualClock, isoformat
+from threadline.runtime import Services, open_services
 
 KEY_FIELDS = {
     "id",
@@ -210,3 +213,21 @@ class TestUsage:
         await services.authenticator.flush_usage()
         used = (await client.get(f"/v1/keys/{key_id}", headers=tenant.secret)).json()["lastUsedAt"]
         assert used is not None and used.endswith("Z")
+
+    async def test_keys_are_dated_by_the_services_clock(self, settings: Settings) -> None:
+        """Keys are dated by the services' clock, the one tests move: made at its moment, and a use at
+        09:00 recorded as 09:00 however late it is flushed."""
+        clock = ManualClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+        async with open_services(settings, runs="off", clock=clock) as services:
+            tenant = await make_tenant(services, "dated")
+            assert tenant.created.secret_key.created_at == clock.now()
+            assert await services.authenticator.authenticate(tenant.created.secret_value.encode()) is not None
+            used_at = clock.now()
+            clock.advance(3600)
+            await services.authenticator.flush_usage()
+            async with services.db.transaction(write=False) as conn:
+                rows = await conn.execute(
+                    sa.select(api_keys.c.last_used_at).where(api_keys.c.id == tenant.created.secret_key.id)
+                )
+                recorded = rows.scalar_one()
+            assert isoformat(recorded) == isoformat(used_at)

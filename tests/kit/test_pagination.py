@@ -29,7 +29,8 @@ async def test_cursor_walk_returns_each_item_once_in_order(
 ) -> None:
     async with services.db.transaction() as conn:
         created = [tenant.project_id] + [
-            (await create_project(conn, tenant.org_id, f"p{i}")).id for i in range(249)
+            (await create_project(conn, tenant.org_id, f"p{i}", now=services.clock.now())).id
+            for i in range(249)
         ]
     seen: list[str] = []
     cursor: str | None = None
@@ -52,7 +53,7 @@ async def test_cursor_walk_returns_each_item_once_in_order(
 async def test_default_page_size_is_20(client: httpx.AsyncClient, tenant: Tenant, services: Services) -> None:
     async with services.db.transaction() as conn:
         for i in range(25):
-            await create_project(conn, tenant.org_id, f"p{i}")
+            await create_project(conn, tenant.org_id, f"p{i}", now=services.clock.now())
     page = (await client.get("/v1/projects", headers=tenant.secret)).json()
     assert len(page["data"]) == 20 and page["nextCursor"] is not None
 
@@ -75,7 +76,7 @@ def test_total_pages(total: int, limit: int) -> None:
 async def test_numbered_pages_cover_every_row_once(tenant: Tenant, services: Services) -> None:
     async with services.db.transaction() as conn:
         for i in range(46):
-            await create_project(conn, tenant.org_id, f"n{i}")
+            await create_project(conn, tenant.org_id, f"n{i}", now=services.clock.now())
         query = (
             sa.select(projects.c.id)
             .where(projects.c.organization_id == tenant.org_id)

@@ -108,7 +108,7 @@ class TestOverHttp:
         self, client: httpx.AsyncClient, tenant: Tenant, services: Services
     ) -> None:
         async with services.db.transaction() as conn:
-            await set_rate_limit(conn, services.signals, tenant.org_id, 3)
+            await set_rate_limit(conn, services.signals, tenant.org_id, 3, now=services.clock.now())
         for expected in (2, 1, 0):
             response = await client.get("/v1/projects", headers=tenant.secret)
             assert response.status_code == 200
@@ -132,7 +132,7 @@ class TestOverHttp:
     ) -> None:
         assert (await client.get("/v1/me", headers=tenant.secret)).headers["x-ratelimit-limit"] == "1000"
         async with services.db.transaction() as conn:
-            await set_rate_limit(conn, services.signals, tenant.org_id, 50_000)
+            await set_rate_limit(conn, services.signals, tenant.org_id, 50_000, now=services.clock.now())
         response = await client.get("/v1/me", headers=tenant.secret)
         assert response.headers["x-ratelimit-limit"] == "50000"
         assert response.json()["organization"]["rateLimit"] == {"requestsPerMinute": 50_000}
@@ -148,7 +148,7 @@ class TestOverHttp:
         self, client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant, services: Services
     ) -> None:
         async with services.db.transaction() as conn:
-            await set_rate_limit(conn, services.signals, tenant.org_id, 1)
+            await set_rate_limit(conn, services.signals, tenant.org_id, 1, now=services.clock.now())
         assert (await client.get("/v1/me", headers=tenant.secret)).status_code == 200
         assert (await client.get("/v1/me", headers=tenant.secret)).status_code == 429
         assert (await client.get("/v1/me", headers=other_tenant.secret)).status_code == 200

@@ -83,7 +83,7 @@ async def hold(app: FastAPI, tenant: Tenant, path: str) -> HeldStream:
 
 async def limit_streams(services: Services, tenant: Tenant, limit: int) -> None:
     async with services.db.transaction() as conn:
-        await set_stream_limit(conn, services.signals, tenant.org_id, limit)
+        await set_stream_limit(conn, services.signals, tenant.org_id, limit, now=services.clock.now())
 
 
 async def test_the_third_stream_over_a_limit_of_two_is_refused_until_one_ends(

@@ -122,13 +122,13 @@ async def test_an_operator_limit_applies_at_the_next_claim(
     client: httpx.AsyncClient, tenant: Tenant, services: Services
 ) -> None:
     async with services.db.transaction() as conn:
-        await set_run_concurrency(conn, services.signals, tenant.org_id, 1)
+        await set_run_concurrency(conn, services.signals, tenant.org_id, 1, now=services.clock.now())
     stuck = await start_on_new_threads(client, tenant, 3, STUCK)
     try:
         await until_running(client, tenant, stuck, 1)
         assert sorted(await statuses(client, tenant, stuck)) == ["queued", "queued", "running"]
         async with services.db.transaction() as conn:
-            await set_run_concurrency(conn, services.signals, tenant.org_id, 2)
+            await set_run_concurrency(conn, services.signals, tenant.org_id, 2, now=services.clock.now())
         await until_running(client, tenant, stuck, 2)  # executors look every second even without a signal
         assert sorted(await statuses(client, tenant, stuck)) == ["queued", "running", "running"]
     finally:
@@ -143,7 +143,7 @@ async def test_concurrent_claims_never_exceed_an_organizations_concurrency(setti
     async with api(settings, run_execution="worker") as (client, services):  # nothing claims but the test
         busy, idle = await make_tenant(services, "busy"), await make_tenant(services, "idle")
         async with services.db.transaction() as conn:
-            await set_run_concurrency(conn, services.signals, busy.org_id, 1)
+            await set_run_concurrency(conn, services.signals, busy.org_id, 1, now=services.clock.now())
         first, second = await start_on_new_threads(client, busy, 2, QUICK)
         [other] = await start_on_new_threads(client, idle, 1, QUICK)
         until = utcnow() + timedelta(seconds=30)

@@ -89,7 +89,7 @@ class TestUpdate:
         self, client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant, services: Services
     ) -> None:
         async with services.db.transaction() as conn:
-            await set_run_concurrency(conn, services.signals, tenant.org_id, 9)
+            await set_run_concurrency(conn, services.signals, tenant.org_id, 9, now=services.clock.now())
         response = await client.get("/v1/settings", headers=tenant.secret)
         assert response.json() == {**DEFAULTS, "runConcurrency": 9}
         assert (await client.get("/v1/settings", headers=other_tenant.secret)).json() == DEFAULTS

@@ -22,7 +22,7 @@ async def test_intake_answers_429_past_the_organization_limit(
     """Past the organization's per-minute budget the intake answers 429 with Retry-After and the rate-limit
     headers, to JSON and protobuf requests alike, and stores nothing more."""
     async with services.db.transaction() as conn:
-        await set_rate_limit(conn, services.signals, tenant.org_id, 2)
+        await set_rate_limit(conn, services.signals, tenant.org_id, 2, now=services.clock.now())
     statuses = []
     for _ in range(2):
         response = await intake.post("/v1/logs", json={"message": "x"}, headers=tenant.public)
@@ -52,7 +52,7 @@ async def test_intake_budget_is_apart_from_the_api(
 ) -> None:
     """The intake and the API have separate buckets: an exhausted intake leaves the API answering."""
     async with services.db.transaction() as conn:
-        await set_rate_limit(conn, services.signals, tenant.org_id, 1)
+        await set_rate_limit(conn, services.signals, tenant.org_id, 1, now=services.clock.now())
     assert (await intake.post("/v1/logs", json={"message": "x"}, headers=tenant.public)).status_code == 202
     assert (await intake.post("/v1/logs", json={"message": "x"}, headers=tenant.public)).status_code == 429
     assert (await client.get("/v1/logs", headers=tenant.secret)).status_code == 200

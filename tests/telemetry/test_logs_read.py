@@ -285,7 +285,7 @@ class TestRetention:
             expected = [partitions.partition_name((now + timedelta(days=d)).date()) for d in range(4)]
             assert report.created_partitions == expected
             async with db.transaction() as conn:
-                await create_organization(conn, "retained")  # default retention: 30 days
+                await create_organization(conn, "retained", now=now)  # default retention: 30 days
             report = await housekeeping.run_once(retention, now=now + timedelta(days=33))
             assert report.dropped_partitions == expected[:3]  # the fourth day is still within 30 days
             async with db.transaction(write=False) as conn:

@@ -14,7 +14,7 @@ async def test_password_is_stored_as_argon2id_and_verifies(tenant: Tenant, servi
     password = generate_password()
     email = f"Owner-{tenant.org_id}@Example.com"
     async with services.db.transaction() as conn:
-        user = await create_owner(conn, tenant.org_id, email, password)
+        user = await create_owner(conn, tenant.org_id, email, password, now=services.clock.now())
         row = (await conn.execute(sa.select(users).where(users.c.id == user.id))).mappings().one()
     assert row["password_hash"].startswith("$argon2id$")
     assert password not in row["password_hash"]

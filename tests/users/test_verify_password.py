@@ -12,7 +12,9 @@ async def test_checks_the_users_own_password_in_its_organization(
     tenant: Tenant, other_tenant: Tenant, services: Services
 ) -> None:
     async with services.db.transaction() as conn:
-        user = await create_owner(conn, tenant.org_id, f"again-{tenant.org_id}@example.com", "s3cret pass")
+        user = await create_owner(
+            conn, tenant.org_id, f"again-{tenant.org_id}@example.com", "s3cret pass", now=services.clock.now()
+        )
     async with services.db.transaction(write=False) as conn:
         assert await verify_password(conn, tenant.org_id, user.id, "s3cret pass") is True
         assert await verify_password(conn, tenant.org_id, user.id, "s3cret pass ") is False

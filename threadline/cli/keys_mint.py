@@ -46,6 +46,7 @@ def mint_key(
     """Make an API key in the database (no key needed) and print it once: for when every key is lost."""
     from threadline.keys import service
     from threadline.keys.schemas import KeyCreated, KeyOut
+    from threadline.kit.clock import Clock
     from threadline.organizations.repository import OrganizationRepository
 
     label = name.strip()
@@ -63,7 +64,7 @@ def mint_key(
             if await OrganizationRepository(conn).get(org_id) is None:
                 fail(f"organization {org_id} was not found (threadline orgs list shows them)")
             key, value = await service.create_key(
-                conn, org_id, name=label, key_type=kind.value, project_id=project_id
+                conn, org_id, name=label, key_type=kind.value, project_id=project_id, now=Clock().now()
             )
         created = KeyCreated(**KeyOut.of(key).model_dump(), key=value)
         data: dict[str, Any] = created.model_dump(mode="json", by_alias=True)

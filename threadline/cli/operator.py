@@ -122,6 +122,7 @@ def init(
     import sqlalchemy as sa
 
     from threadline import provisioning as org_service
+    from threadline.kit.clock import Clock
     from threadline.kit.encryption import ensure_key_file
     from threadline.organizations.repository import OrganizationRepository
     from threadline.organizations.tables import organizations
@@ -145,11 +146,12 @@ def init(
     password = users.generate_password()
 
     async def work(db: Database) -> dict[str, Any]:
+        now = Clock().now()
         async with db.transaction() as conn:
             if await OrganizationRepository(conn).count() > 0:  # another init won the race
                 fail(refusal)
-            new = await org_service.create_organization(conn, "default")
-            owner = await users.create_owner(conn, new.organization.id, owner_email, password)
+            new = await org_service.create_organization(conn, "default", now=now)
+            owner = await users.create_owner(conn, new.organization.id, owner_email, password, now=now)
         data = _bootstrap_json(new, settings)
         data["owner"] = {"email": owner.email, "password": password}
         return data
@@ -266,6 +268,7 @@ def create_org(
 ) -> None:
     """Another organization, with its default project and one key of each type."""
     from threadline import provisioning as org_service
+    from threadline.kit.clock import Clock
 
     settings = _settings()
     if not name.strip() or len(name) > 200:
@@ -273,7 +276,7 @@ def create_org(
 
     async def work(db: Database) -> dict[str, Any]:
         async with db.transaction() as conn:
-            new = await org_service.create_organization(conn, name.strip())
+            new = await org_service.create_organization(conn, name.strip(), now=Clock().now())
         return _bootstrap_json(new, settings)
 
     data = _run(settings, work)
@@ -350,6 +353,7 @@ def set_limit(
 ) -> None:
     """Raise or lower an organization's limits; running servers and workers apply them at once."""
     from threadline import provisioning as org_service
+    from threadline.kit.clock import Clock
     from threadline.kit.signals import MemorySignalBus, RedisSignalBus, SignalBus
     from threadline.runtime import connect_redis
 
@@ -367,18 +371,19 @@ def set_limit(
         signals: SignalBus = (
             MemorySignalBus() if redis is None else RedisSignalBus(redis, settings.redis_prefix)
         )
+        now = Clock().now()
         try:
             async with db.transaction() as conn:
                 if requests_per_minute is not None:
-                    await org_service.set_rate_limit(conn, signals, org_id, requests_per_minute)
+                    await org_service.set_rate_limit(conn, signals, org_id, requests_per_minute, now=now)
                 if concurrent_runs is not None:
-                    await org_service.set_run_concurrency(conn, signals, org_id, concurrent_runs)
+                    await org_service.set_run_concurrency(conn, signals, org_id, concurrent_runs, now=now)
                 if streams is not None:
-                    await org_service.set_stream_limit(conn, signals, org_id, streams)
+                    await org_service.set_stream_limit(conn, signals, org_id, streams, now=now)
                 if automations is not None:
-                    await org_service.set_automation_limit(conn, signals, org_id, automations)
+                    await org_service.set_automation_limit(conn, signals, org_id, automations, now=now)
                 if queued_runs is not None:
-                    await org_service.set_queued_run_limit(conn, signals, org_id, queued_runs)
+                    await org_service.set_queued_run_limit(conn, signals, org_id, queued_runs, now=now)
         finally:
             if redis is not None:
                 await redis.aclose()

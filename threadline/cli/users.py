@@ -25,6 +25,7 @@ def create_user(
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """A dashboard login of the organization, with a generated password printed once."""
+    from threadline.kit.clock import Clock
     from threadline.users import service
 
     settings = _settings()
@@ -33,7 +34,7 @@ def create_user(
 
     async def work(db: Database) -> dict[str, Any]:
         async with db.transaction() as conn:
-            user = await service.create_user(conn, org_id, email, password)
+            user = await service.create_user(conn, org_id, email, password, now=Clock().now())
         return {
             "id": user.id,
             "organizationId": user.organization_id,

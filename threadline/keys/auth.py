@@ -13,12 +13,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 
 from threadline.access.principal import KEY_REVOKED, ORG_UPDATED, Principal
 from threadline.config import Settings
 from threadline.keys import repository
 from threadline.keys.tokens import hash_key, looks_like_key
+from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.kit.signals import RESET, SignalBus
 
@@ -26,14 +27,15 @@ log = logging.getLogger(__name__)
 
 
 class KeyAuthenticator:
-    def __init__(self, db: Database, signals: SignalBus, settings: Settings) -> None:
+    def __init__(self, db: Database, signals: SignalBus, settings: Settings, clock: Clock) -> None:
         self._db = db
+        self._clock = clock  # dates lastUsedAt (the cache's expiry measures on the monotonic clock)
         self._ttl = settings.key_cache_ttl_seconds
         self._flush_every = settings.key_usage_flush_seconds
         self._settings = settings
         self._cache: dict[str, tuple[float, Principal]] = {}
         self._loading: dict[str, asyncio.Task[Principal | None]] = {}
-        self._usage: dict[str, float] = {}
+        self._usage: dict[str, datetime] = {}
         self._flusher: asyncio.Task[None] | None = None
         signals.subscribe(self._on_signal)
 
@@ -48,7 +50,7 @@ class KeyAuthenticator:
         else:
             return None
         if principal is not None and principal.key.revoked_at is None:
-            self._usage[principal.key.id] = time.time()
+            self._usage[principal.key.id] = self._clock.now()
         return principal
 
     async def principal_of_hash(self, digest: str) -> Principal | None:
@@ -60,7 +62,7 @@ class KeyAuthenticator:
         else:
             principal = await self._load(digest)
         if principal is not None and principal.key.revoked_at is None:
-            self._usage[principal.key.id] = time.time()
+            self._usage[principal.key.id] = self._clock.now()
         return principal
 
     async def _load(self, digest: str) -> Principal | None:
@@ -125,9 +127,7 @@ class KeyAuthenticator:
             return
         try:
             async with self._db.transaction() as conn:
-                await repository.KeysAcrossOrganizations(conn).record_usage(
-                    {key_id: datetime.fromtimestamp(at, UTC) for key_id, at in used.items()}
-                )
+                await repository.KeysAcrossOrganizations(conn).record_usage(used)
         except BaseException:
             for key_id, at in used.items():
                 self._usage.setdefault(key_id, at)

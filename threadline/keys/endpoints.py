@@ -8,6 +8,7 @@ from threadline.access.principal import principal_of
 from threadline.keys import service
 from threadline.keys.schemas import KeyCreate, KeyCreated, KeyOut
 from threadline.keys.tokens import KeyType
+from threadline.kit.clock import Clock
 from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
@@ -17,6 +18,7 @@ from threadline.kit.signals import SignalBus
 class KeyServices(Protocol):
     """What the key handlers read from the process's services."""
 
+    clock: Clock
     signals: SignalBus
 
 
@@ -46,7 +48,7 @@ async def list_keys(
     response_model=KeyCreated,
     responses=errors(400, 404, 413, *AUTHENTICATED),
 )
-async def create_key(body: KeyCreate, request: Request, conn: ConnDep) -> KeyCreated:
+async def create_key(body: KeyCreate, request: Request, conn: ConnDep, services: ServicesDep) -> KeyCreated:
     """Creates a key and returns its full value in `key`, this once; only a hash is stored."""
     key, value = await service.create_key(
         conn,
@@ -55,6 +57,7 @@ async def create_key(body: KeyCreate, request: Request, conn: ConnDep) -> KeyCre
         key_type=body.type,
         project_id=body.project_id,
         rate_limit_per_minute=body.rate_limit_per_minute,
+        now=services.clock.now(),
     )
     return KeyCreated(**KeyOut.of(key).model_dump(), key=value)
 
@@ -74,5 +77,7 @@ async def revoke_key(
     services: ServicesDep,
 ) -> KeyOut:
     """Revokes the key (idempotent). Every process refuses it within a second; the record stays listed."""
-    key = await service.revoke_key(conn, services.signals, principal_of(request).organization_id, keyId)
+    key = await service.revoke_key(
+        conn, services.signals, principal_of(request).organization_id, keyId, now=services.clock.now()
+    )
     return KeyOut.of(key)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from threadline.access.principal import KEY_REVOKED
 from threadline.keys.repository import ApiKey, KeyRepository
 from threadline.keys.tokens import KeyType, generate_key, hash_key
-from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import BadRequest, NotFound
 from threadline.kit.ids import new_id
@@ -24,6 +24,7 @@ async def create_key(
     key_type: KeyType,
     project_id: str | None = None,
     rate_limit_per_minute: int | None = None,
+    now: datetime,
 ) -> tuple[ApiKey, str]:
     """Returns the record and the full value; the value exists nowhere else after this returns."""
     if key_type == "public":
@@ -44,7 +45,7 @@ async def create_key(
         type=key_type,
         last4=value[-4:],
         rate_limit_per_minute=rate_limit_per_minute,
-        created_at=utcnow(),
+        created_at=now,
         last_used_at=None,
         revoked_at=None,
     )
@@ -65,12 +66,14 @@ async def list_keys(
     return await KeyRepository(conn, organization_id).page(params, key_type)
 
 
-async def revoke_key(conn: Conn, signals: SignalBus, organization_id: str, key_id: str) -> ApiKey:
+async def revoke_key(
+    conn: Conn, signals: SignalBus, organization_id: str, key_id: str, *, now: datetime
+) -> ApiKey:
     """Idempotent: revoking a revoked key returns it unchanged. Every process hears of it after commit."""
     keys = KeyRepository(conn, organization_id)
     key = await get_key(conn, organization_id, key_id)
     if key.revoked_at is None:
-        await keys.revoke(key_id, utcnow())
+        await keys.revoke(key_id, now)
         digest = await keys.get_hash(key_id)
         assert digest is not None
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import sqlalchemy as sa
 
 from threadline.access.caller import Limits as Limits
 from threadline.access.caller import Organization as Organization
-from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn
 from threadline.kit.ids import new_id
 from threadline.organizations.tables import organizations
@@ -46,8 +47,7 @@ class OrganizationRepository:
     def __init__(self, conn: Conn) -> None:
         self._conn = conn
 
-    async def insert(self, name: str) -> Organization:
-        now = utcnow()
+    async def insert(self, name: str, now: datetime) -> Organization:
         org = Organization(id=new_id("org"), name=name, rate_limit_per_minute=None, created_at=now)
         await self._conn.execute(
             organizations.insert().values(
@@ -56,11 +56,11 @@ class OrganizationRepository:
         )
         return org
 
-    async def update(self, organization_id: str, values: dict[str, object]) -> bool:
+    async def update(self, organization_id: str, values: dict[str, object], now: datetime) -> bool:
         result = await self._conn.execute(
             organizations.update()
             .where(organizations.c.id == organization_id)
-            .values(**values, updated_at=utcnow())
+            .values(**values, updated_at=now)
         )
         return result.rowcount == 1
 

@@ -1,13 +1,25 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated, Protocol
+
+from fastapi import APIRouter, Depends, Request
 
 from threadline.access.principal import principal_of
-from threadline.kit.deps import ConnDep, CursorDep
+from threadline.kit.clock import Clock
+from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
 from threadline.projects import service
 from threadline.projects.schemas import ProjectCreate, ProjectOut
+
+
+class ProjectServices(Protocol):
+    """What the project handlers read from the process's services."""
+
+    clock: Clock
+
+
+ServicesDep = Annotated[ProjectServices, Depends(get_services)]
 
 router = APIRouter(prefix="/v1/projects", tags=["projects"])
 
@@ -31,8 +43,13 @@ async def list_projects(request: Request, conn: ConnDep, page: CursorDep) -> Cur
     response_model=ProjectOut,
     responses=errors(400, 413, *AUTHENTICATED),
 )
-async def create_project(body: ProjectCreate, request: Request, conn: ConnDep) -> ProjectOut:
-    return ProjectOut.of(await service.create_project(conn, principal_of(request).organization_id, body.name))
+async def create_project(
+    body: ProjectCreate, request: Request, conn: ConnDep, services: ServicesDep
+) -> ProjectOut:
+    organization_id = principal_of(request).organization_id
+    return ProjectOut.of(
+        await service.create_project(conn, organization_id, body.name, now=services.clock.now())
+    )
 
 
 @router.get(

@@ -8,7 +8,6 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
@@ -34,10 +33,8 @@ class ProjectRepository:
         self._conn = conn
         self._organization_id = organization_id
 
-    async def insert(self, name: str) -> Project:
-        project = Project(
-            id=new_id("proj"), organization_id=self._organization_id, name=name, created_at=utcnow()
-        )
+    async def insert(self, name: str, now: datetime) -> Project:
+        project = Project(id=new_id("proj"), organization_id=self._organization_id, name=name, created_at=now)
         await self._conn.execute(
             projects.insert().values(
                 id=project.id,

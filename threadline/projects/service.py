@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from threadline.kit.db import Conn
 from threadline.kit.errors import NotFound
@@ -10,8 +11,8 @@ from threadline.kit.pagination import CursorParams
 from threadline.projects.repository import Project, ProjectRepository
 
 
-async def create_project(conn: Conn, organization_id: str, name: str) -> Project:
-    return await ProjectRepository(conn, organization_id).insert(name)
+async def create_project(conn: Conn, organization_id: str, name: str, *, now: datetime) -> Project:
+    return await ProjectRepository(conn, organization_id).insert(name, now)
 
 
 async def get_project(conn: Conn, organization_id: str, project_id: str) -> Project:

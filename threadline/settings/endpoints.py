@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Request
 
 from threadline.access.principal import principal_of
 from threadline.config import Settings
+from threadline.kit.clock import Clock
 from threadline.kit.deps import ConnDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.signals import SignalBus
@@ -16,6 +17,7 @@ from threadline.settings.schemas import SettingsOut, SettingsUpdate
 class SettingsServices(Protocol):
     """What the settings handlers read from the process's services."""
 
+    clock: Clock
     settings: Settings
     signals: SignalBus
 
@@ -42,5 +44,10 @@ async def update_settings(
     """Replaces the fields sent; every server process uses the new values from its next request on."""
     changes = {name: getattr(body, name) for name in body.model_fields_set}
     return await service.update_settings(
-        conn, services.settings, services.signals, principal_of(request).organization_id, changes
+        conn,
+        services.settings,
+        services.signals,
+        principal_of(request).organization_id,
+        changes,
+        services.clock.now(),
     )

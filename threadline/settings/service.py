@@ -6,6 +6,7 @@ organization, so the next request anywhere sees the new values."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from pydantic.alias_generators import to_camel
@@ -51,6 +52,7 @@ async def update_settings(
     signals: SignalBus,
     organization_id: str,
     changes: Mapping[str, Any],
+    now: datetime,
 ) -> SettingsOut:
     """``changes`` holds only the fields the client sent."""
     for name in _READ_ONLY:
@@ -63,7 +65,7 @@ async def update_settings(
         if name in changes and changes[name] is None:
             raise BadRequest(f"{to_camel(name)} cannot be null.", reason=Reason.VALIDATION_FAILED)
     if changes:
-        await OrganizationRepository(conn).update(organization_id, dict(changes))
+        await OrganizationRepository(conn).update(organization_id, dict(changes), now)
 
         async def announce() -> None:
             await signals.publish(ORG_UPDATED, organization_id)

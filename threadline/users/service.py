@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 import secrets
+from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn
 from threadline.kit.errors import BadRequest, Conflict, NotFound
 from threadline.kit.ids import new_id
@@ -39,7 +39,7 @@ def normalize_email(email: str) -> str:
 
 
 async def create_user(
-    conn: Conn, organization_id: str, email: str, password: str, role: str = "member"
+    conn: Conn, organization_id: str, email: str, password: str, role: str = "member", *, now: datetime
 ) -> User:
     """A login of the organization. Emails are unique across organizations, so the same person needs a
     second address to belong to a second organization."""
@@ -48,15 +48,13 @@ async def create_user(
         raise NotFound(f"organization {organization_id} was not found")
     if await UsersAcrossOrganizations(conn).find_by_email(email) is not None:
         raise Conflict(f"{email} already has a login (emails are unique across organizations)")
-    user = User(
-        id=new_id("usr"), organization_id=organization_id, email=email, role=role, created_at=utcnow()
-    )
+    user = User(id=new_id("usr"), organization_id=organization_id, email=email, role=role, created_at=now)
     await UserRepository(conn, organization_id).insert(user, _hasher.hash(password))
     return user
 
 
-async def create_owner(conn: Conn, organization_id: str, email: str, password: str) -> User:
-    return await create_user(conn, organization_id, email, password, role="owner")
+async def create_owner(conn: Conn, organization_id: str, email: str, password: str, *, now: datetime) -> User:
+    return await create_user(conn, organization_id, email, password, role="owner", now=now)
 
 
 async def set_password(conn: Conn, email: str, password: str) -> User:

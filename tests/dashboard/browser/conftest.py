@@ -30,6 +30,7 @@ from playwright.async_api import Browser, Page, async_playwright
 from tests.conftest import Backend, empty_database
 from tests.support import ServerProcess, init_database, running_server, running_worker
 from threadline.config import Settings
+from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.kit.encryption import generate_key
 from threadline.provisioning import create_organization
@@ -132,8 +133,8 @@ async def served(shared: Shared) -> Served:
     db = Database(shared.settings.resolved_database_url)
     try:
         async with db.transaction() as conn:
-            new = await create_organization(conn, "default")
-            await create_owner(conn, new.organization.id, email, password)
+            new = await create_organization(conn, "default", now=Clock().now())
+            await create_owner(conn, new.organization.id, email, password, now=Clock().now())
     finally:
         await db.dispose()
     created = {

@@ -23,6 +23,7 @@ from threadline.keys import service
 from threadline.keys.repository import ApiKey
 from threadline.keys.schemas import KeyCreate
 from threadline.keys.tokens import PREFIXES
+from threadline.kit.clock import Clock
 from threadline.kit.db import Conn, Database
 from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.errors import ApiError, NotFound
@@ -42,6 +43,7 @@ _PASSWORD = Form(max_length=1024)
 
 
 class KeysPageServices(Protocol):
+    clock: Clock
     settings: Settings
     db: Database
     limiter: RateLimiter
@@ -147,6 +149,7 @@ async def create_key(
                     name=checked.name,
                     key_type=checked.type,
                     project_id=checked.project_id,
+                    now=services.clock.now(),
                 )
         except ApiError as exc:  # the project is gone, or not this organization's
             form.errors["project"] = error_of(exc)
@@ -186,7 +189,9 @@ async def revoke_key(
                 **_with_key(listing, key),
             )
     async with services.db.transaction(write=True) as conn:
-        await service.revoke_key(conn, services.signals, viewer.organization_id, key.id)
+        await service.revoke_key(
+            conn, services.signals, viewer.organization_id, key.id, now=services.clock.now()
+        )
     return RedirectResponse(f"{PATH}?revoked={key.id}", status_code=303)
 
 

@@ -52,7 +52,9 @@ async def create_project(
     checked = validate(ProjectCreate, {"name": name}, {"name": "name"})
     if not isinstance(checked, dict):
         async with services.db.transaction(write=True) as conn:
-            project = await service.create_project(conn, viewer.organization_id, checked.name)
+            project = await service.create_project(
+                conn, viewer.organization_id, checked.name, now=services.clock.now()
+            )
         return RedirectResponse(f"/projects?created={project.id}", status_code=303)
     errors: FieldErrors = checked
     async with services.db.transaction(write=False) as conn:

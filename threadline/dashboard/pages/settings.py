@@ -12,6 +12,7 @@ from fastapi.responses import RedirectResponse, Response
 from threadline.config import Settings
 from threadline.dashboard.forms import FieldErrors, error_of, validate
 from threadline.dashboard.web import ViewerDep, render
+from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.kit.deps import ConnDep, get_services
 from threadline.kit.errors import BadRequest
@@ -30,6 +31,7 @@ _TEXT = Form(max_length=100_000)
 
 
 class SettingsPageServices(Protocol):
+    clock: Clock
     settings: Settings
     db: Database
     signals: SignalBus
@@ -96,7 +98,12 @@ async def save_settings(
         try:
             async with services.db.transaction(write=True) as conn:
                 await service.update_settings(
-                    conn, services.settings, services.signals, viewer.organization_id, changes
+                    conn,
+                    services.settings,
+                    services.signals,
+                    viewer.organization_id,
+                    changes,
+                    services.clock.now(),
                 )
         except BadRequest as exc:
             errors[""] = error_of(exc)
