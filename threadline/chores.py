@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from threadline.dashboard.sessions import SessionSweeper
+from threadline.kit.clock import Clock
 from threadline.kit.waiting import every
 from threadline.search import postings
 from threadline.search.postings import PostingsSealer
@@ -40,9 +41,12 @@ class Chores:
         sealer: PostingsSealer | None,
         sessions: SessionSweeper,
         sweepers: Sequence[Sweeper] = (),
+        *,
+        clock: Clock,
     ) -> None:
         """``sealer``: PostgreSQL's only (SQLite's FTS5 counts from its own index, so it needs none)."""
         self._retention = retention
+        self._clock = clock  # what retention counts its days back from
         self._sealer = sealer
         self._sessions = sessions
         self._sweepers = tuple(sweepers)
@@ -59,7 +63,7 @@ class Chores:
     async def housekeep(self) -> None:
         """One round: each sweep runs even when an earlier step failed (each is retried next round)."""
         try:
-            await housekeeping.run_once(self._retention)
+            await housekeeping.run_once(self._retention, self._clock.now())
         finally:
             try:
                 await self._sessions.run_once()

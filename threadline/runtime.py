@@ -300,6 +300,7 @@ async def open_services(
                 sealer,
                 SessionSweeper(db, clock, settings),
                 [IdempotencySweeper(db, clock), WebhookSweeper(db, clock)],
+                clock=clock,
             )
             if chores
             else None,

@@ -253,7 +253,9 @@ async def test_housekeeping_sweeps_expired_sessions(services: Services, member: 
         idle, _ = await open_session(conn, member.user_id, member.tenant.org_id, START - live.idle)
         old, _ = await open_session(conn, member.user_id, member.tenant.org_id, START - live.absolute)
         fresh, _ = await open_session(conn, member.user_id, member.tenant.org_id, START)
-    chores = Chores(services.retention, None, SessionSweeper(services.db, clock, services.settings))
+    chores = Chores(
+        services.retention, None, SessionSweeper(services.db, clock, services.settings), clock=services.clock
+    )
     await chores.housekeep()
     async with services.db.transaction(write=False) as conn:
         rows = await conn.execute(

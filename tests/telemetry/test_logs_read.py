@@ -375,7 +375,7 @@ async def test_housekeeping_stops_when_cancelled_even_if_the_driver_turns_it_int
     (it once swallowed the cancellation and slept an hour, holding up the server's shutdown)."""
     started = asyncio.Event()
 
-    async def run_once(_retention: object) -> None:
+    async def run_once(_retention: object, _now: object) -> None:
         started.set()
         try:
             await asyncio.sleep(3600)
@@ -383,7 +383,7 @@ async def test_housekeeping_stops_when_cancelled_even_if_the_driver_turns_it_int
             raise RuntimeError("connection was closed in the middle of operation") from None
 
     monkeypatch.setattr(housekeeping, "run_once", run_once)
-    job = asyncio.create_task(housekeeping.run_periodically(services.retention))
+    job = asyncio.create_task(housekeeping.run_periodically(services.retention, services.clock))
     await started.wait()
     job.cancel()
     done, _ = await asyncio.wait({job}, timeout=2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from datetime import UTC, datetime
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 _LENGTH = 26
@@ -82,6 +83,13 @@ def floor_id(prefix: str, moment_ms: int) -> str:
     """The smallest id made at ``moment_ms``: ``id >= floor_id(t)`` selects ids made at or after ``t``, so a
     time range becomes a range of the primary key."""
     return id_at(prefix, moment_ms, 0)
+
+
+def ids_now() -> datetime:
+    """The moment ids made now carry: the system's wall clock, whatever clock the services are given (ids
+    are made everywhere, by module-level calls). Log records are received at their id's moment, so a
+    position or a window among them (a tail's start, ``query_logs``'s last minutes) is measured on this."""
+    return datetime.fromtimestamp(time.time_ns() // 1_000_000 / 1000, UTC)
 
 
 def id_time_ms(prefix: str, value: str) -> int:

@@ -17,7 +17,7 @@ from typing import Protocol
 
 import sqlalchemy as sa
 
-from threadline.kit.clock import utcnow
+from threadline.kit.clock import Clock
 from threadline.kit.db import Conn, Database
 from threadline.kit.waiting import every
 from threadline.organizations.tables import organizations
@@ -40,13 +40,13 @@ class Retention(Protocol):
     async def run_once(self, now: datetime) -> Report: ...
 
 
-async def run_once(retention: Retention, now: datetime | None = None) -> Report:
-    return await retention.run_once(now or utcnow())
+async def run_once(retention: Retention, now: datetime) -> Report:
+    return await retention.run_once(now)
 
 
-async def run_periodically(retention: Retention, interval: float = INTERVAL_SECONDS) -> None:
+async def run_periodically(retention: Retention, clock: Clock, interval: float = INTERVAL_SECONDS) -> None:
     """Until cancelled; started by the background chores (``threadline.chores``)."""
-    await every(interval, lambda: run_once(retention), "telemetry housekeeping")
+    await every(interval, lambda: run_once(retention, clock.now()), "telemetry housekeeping")
 
 
 class DeletingRetention:

@@ -26,8 +26,8 @@ from bisect import bisect_right
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from datetime import datetime, timedelta
 
-from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
+from threadline.kit.ids import ids_now
 from threadline.kit.pagination import encode_cursor
 from threadline.kit.signals import RESET, SignalBus
 from threadline.kit.sse import DONE, HEARTBEAT_SECONDS, PING, Heartbeat, frame, position
@@ -65,7 +65,7 @@ def json_frame(cursor: str, record: LogRecordOut) -> bytes:
 async def start_position(conn: Conn, organization_id: str) -> str:
     """Where a tail without a position starts: after the newest record committed (or now, if none)."""
     newest = await LogRepository(conn, organization_id).newest_id()
-    return newest or position_before(utcnow())
+    return newest or position_before(ids_now())
 
 
 class _Feed:
@@ -275,7 +275,7 @@ class LogTails:
 
     async def _read(self, db: Database, organization_id: str, feed: _Feed) -> None:
         feed.stale.clear()
-        began = utcnow()
+        began = ids_now()  # compared with `until`, a moment of receipt
         more = True
         added = False
         while more:

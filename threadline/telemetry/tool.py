@@ -7,8 +7,9 @@ from datetime import timedelta
 from pydantic import Field
 
 from threadline.agent.tools import Arguments, ToolContext, ToolResult, tool
-from threadline.kit.clock import isoformat, utcnow
+from threadline.kit.clock import isoformat
 from threadline.kit.errors import BadRequest
+from threadline.kit.ids import ids_now
 from threadline.kit.pagination import CursorParams
 from threadline.search.query import parse
 from threadline.telemetry import service as logs
@@ -29,7 +30,7 @@ async def _query_logs(context: ToolContext, args: QueryLogsArgs) -> ToolResult:
     except BadRequest as error:
         return ToolResult(error.message, is_error=True)
     filters = LogFilters(
-        level=args.level, since=utcnow() - timedelta(minutes=args.since_minutes), query=query
+        level=args.level, since=ids_now() - timedelta(minutes=args.since_minutes), query=query
     )
     async with context.db.transaction(write=False) as conn:
         records, _ = await logs.list_logs(
