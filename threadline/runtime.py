@@ -234,7 +234,7 @@ async def open_services(
             limiter = RedisRateLimiter(redis, settings.redis_prefix)
             signals = RedisSignalBus(redis, settings.redis_prefix)
         else:
-            limiter = MemoryRateLimiter()
+            limiter = MemoryRateLimiter(clock)
             signals = MemorySignalBus()
         stack.push_async_callback(limiter.aclose)
         stack.push_async_callback(signals.aclose)

@@ -13,6 +13,7 @@ from tests.conftest import REDIS_URL, require_distributed
 from tests.support import Tenant, assert_error
 from threadline.app import create_app
 from threadline.config import Settings
+from threadline.kit.clock import Clock
 from threadline.kit.ratelimit import Bucket, MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from threadline.provisioning import set_rate_limit
 from threadline.runtime import Services
@@ -21,7 +22,7 @@ from threadline.runtime import Services
 @pytest.fixture(params=["memory", "redis"])
 async def limiter(request: pytest.FixtureRequest) -> AsyncIterator[RateLimiter]:
     if request.param == "memory":
-        yield MemoryRateLimiter()
+        yield MemoryRateLimiter(Clock())
         return
     await require_distributed()
     redis = Redis.from_url(REDIS_URL)
@@ -66,7 +67,7 @@ class TestBuckets:
 async def test_memory_refill_is_continuous(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [1_000_000.0]
     monkeypatch.setattr("threadline.kit.ratelimit.time.monotonic", lambda: now[0])
-    limiter = MemoryRateLimiter()
+    limiter = MemoryRateLimiter(Clock())
     bucket = (Bucket("org:f", 60),)
     for _ in range(60):
         assert (await limiter.hit(bucket)).allowed
@@ -81,7 +82,7 @@ async def test_memory_refill_is_continuous(monkeypatch: pytest.MonkeyPatch) -> N
 async def test_memory_limiter_ignores_wall_clock_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     wall = [2_000_000.0]
     monkeypatch.setattr("threadline.kit.ratelimit.time.time", lambda: wall[0])
-    limiter = MemoryRateLimiter()
+    limiter = MemoryRateLimiter(Clock())
     assert (await limiter.hit((Bucket("org:g", 1),))).allowed
     wall[0] -= 3600  # the wall clock is stepped back an hour
     refused = await limiter.hit((Bucket("org:g", 1),))
@@ -89,7 +90,7 @@ async def test_memory_limiter_ignores_wall_clock_steps(monkeypatch: pytest.Monke
 
 
 async def test_a_lowered_limit_applies_at_once() -> None:
-    limiter = MemoryRateLimiter()
+    limiter = MemoryRateLimiter(Clock())
     assert (await limiter.hit((Bucket("org:h", 100),))).remaining == 99
     lowered = await limiter.hit((Bucket("org:h", 5),))
     assert (lowered.limit, lowered.remaining) == (5, 4)

@@ -17,6 +17,8 @@ from typing import NamedTuple, Protocol
 
 from redis.asyncio import Redis
 
+from threadline.kit.clock import Clock
+
 
 @dataclass(frozen=True, slots=True)
 class Bucket:
@@ -55,13 +57,14 @@ class MemoryRateLimiter:
 
     _SWEEP_EVERY = 10_000
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock  # dates X-RateLimit-Reset
         self._buckets: dict[str, list[float]] = {}
         self._hits = 0
 
     async def hit(self, buckets: Sequence[Bucket]) -> Decision:
         # Refill runs on the monotonic clock (a wall-clock step must not freeze or flood a bucket);
-        # the wall clock only dates X-RateLimit-Reset.
+        # the services' clock only dates X-RateLimit-Reset.
         now = time.monotonic()
         self._hits += 1
         if self._hits % self._SWEEP_EVERY == 0:
@@ -88,7 +91,7 @@ class MemoryRateLimiter:
             allowed=allowed,
             limit=limit,
             remaining=max(0, math.floor(level)),
-            reset_at=math.ceil(time.time() + (limit - level) * 60 / limit),
+            reset_at=math.ceil(self._clock.now().timestamp() + (limit - level) * 60 / limit),
             retry_after=math.ceil(retry_after),
         )
 
@@ -105,7 +108,7 @@ class MemoryRateLimiter:
             allowed,
             limit,
             max(0, math.floor(level)),
-            math.ceil(time.time() + (limit - level) * 60 / limit),
+            math.ceil(self._clock.now().timestamp() + (limit - level) * 60 / limit),
             retry_after,
         )
 
