@@ -15,6 +15,7 @@ from tests.support import Tenant, running_worker
 from threadline.app import create_app
 from threadline.config import Settings
 from threadline.intake_app import create_intake_app
+from threadline.kit.clock import Clock
 from threadline.kit.ids import id_at
 from threadline.messages.service import append_message
 from threadline.organizations.tables import organizations
@@ -68,8 +69,10 @@ async def test_a_deployment_without_serve_applies_retention_and_seals_postings(
         retention = organizations.c.id == tenant.org_id
         await conn.execute(sa.update(organizations).where(retention).values(log_retention_days=1))
         await conn.execute(sa.insert(log_records).values(record))
-        thread = await create_thread(conn, tenant.org_id, title=None, metadata={})
-        await append_message(conn, tenant.org_id, thread.id, role="user", content="wombat", metadata={})
+        thread = await create_thread(conn, tenant.org_id, title=None, metadata={}, now=Clock().now())
+        await append_message(
+            conn, tenant.org_id, thread.id, role="user", content="wombat", metadata={}, now=Clock().now()
+        )
     async with db.transaction(write=False) as conn:
         last = int((await conn.execute(_LAST_SEQ)).scalar_one())
         assert (await conn.execute(ours)).scalar_one() == 1

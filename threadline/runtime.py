@@ -76,6 +76,8 @@ if TYPE_CHECKING:
     from threadline.keys.middleware import AccessServices
     from threadline.keys.stream_access import TokenServices
     from threadline.mcp_servers.endpoints import McpServerServices
+    from threadline.messages.endpoints import MessageServices
+    from threadline.projects.endpoints import ProjectServices
     from threadline.runs.endpoints import RunServices
     from threadline.search.endpoints import SearchServices
     from threadline.settings.endpoints import SettingsServices
@@ -163,12 +165,14 @@ if TYPE_CHECKING:
         WebhookServices,
         IdempotencyServices,
         WebhookPageServices,
+        MessageServices,
+        ProjectServices,
     ]:
         """Never run: mypy checks here that ``Services`` holds what each consumer reads from it (they
         receive it untyped, from the app's ``Runtime``, and name only what they read): every endpoint's,
         middleware's and dashboard page's protocol."""
         s = services
-        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
+        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
 
 
 def builtin_tools(search: SearchBackend) -> Tools:
@@ -291,7 +295,7 @@ async def open_services(
             log_triggers=log_triggers,
             scheduler=scheduler,
             thread_inserts=inserts,
-            thread_deletion=ThreadDeletionWithRuns(signals, prices),
+            thread_deletion=ThreadDeletionWithRuns(signals, prices, clock),
             retention=retention,
             postings=sealer,
             idempotency=idempotency,

@@ -91,4 +91,6 @@ async def leave_nothing_behind(services: Services) -> None:
     for run_id, organization_id in left:
         with contextlib.suppress(ApiError):
             async with services.db.transaction() as conn:
-                await cancel_run(conn, services.signals, services.prices, organization_id, run_id)
+                await cancel_run(
+                    conn, services.signals, services.prices, organization_id, run_id, now=services.clock.now()
+                )

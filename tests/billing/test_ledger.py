@@ -28,7 +28,9 @@ from threadline.runtime import Services
 
 async def grant(services: Services, tenant: Tenant, amount: int) -> ledger.Transaction:
     async with services.db.transaction() as conn:
-        return await ledger.LedgerRepository(conn, tenant.org_id).post("credit", amount, "test credit")
+        return await ledger.LedgerRepository(conn, tenant.org_id).post(
+            "credit", amount, "test credit", now=services.clock.now()
+        )
 
 
 async def balance(client: httpx.AsyncClient, tenant: Tenant) -> int:

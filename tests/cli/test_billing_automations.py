@@ -285,7 +285,7 @@ async def test_export_writes_the_whole_ledger_once(served: Served, tmp_path: Pat
     async with served.db.transaction() as conn:
         ledger = LedgerRepository(conn, tenant.org_id)
         for amount in range(1, 251):
-            await ledger.post("credit", amount, f"grant, number {amount}")
+            await ledger.post("credit", amount, f"grant, number {amount}", now=Clock().now())
     env = served.client_env(tenant)
 
     as_csv = ok(threadline("billing", "export", "--output", str(tmp_path / "ledger.csv"), env=env))

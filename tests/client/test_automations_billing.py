@@ -14,6 +14,7 @@ from threadline_client.types import LogTrigger, RunCompleted, ScheduleTrigger
 from tests.client.conftest import Served
 from tests.client.wire import AUTOMATION, RUN, client_answering
 from threadline.billing import ledger
+from threadline.kit.clock import Clock
 
 
 def sent(requests: list[httpx.Request]) -> list[tuple[str, str, dict[str, str], Any]]:
@@ -185,7 +186,9 @@ async def test_billing_against_a_server(served: Served) -> None:
 
         async with served.db.transaction() as conn:  # what `threadline billing grant` writes
             granted = [
-                await ledger.LedgerRepository(conn, tenant.org_id).post("credit", amount, f"grant {amount}")
+                await ledger.LedgerRepository(conn, tenant.org_id).post(
+                    "credit", amount, f"grant {amount}", now=Clock().now()
+                )
                 for amount in (10, 20)
             ]
         assert [g.balance_after for g in granted] == [10, 30]

@@ -14,7 +14,9 @@ from threadline.runtime import Services
 async def grant(services: Services, tenant: Tenant, *amounts: int) -> None:
     async with services.db.transaction(write=True) as conn:
         for amount in amounts:
-            await LedgerRepository(conn, tenant.org_id).post("credit", amount, f"grant of {amount} <b>")
+            await LedgerRepository(conn, tenant.org_id).post(
+                "credit", amount, f"grant of {amount} <b>", now=services.clock.now()
+            )
 
 
 async def test_balance_and_ledger_page_by_page(

@@ -146,8 +146,8 @@ async def test_billing_charts_the_balance_day_by_day(
     assert len(empty) == 30 and set(map(tuple, empty.values())) == {(0,)}
     async with services.db.transaction() as conn:
         ledger = LedgerRepository(conn, tenant.org_id)
-        await ledger.post("credit", 5000, "Welcome credits")
-        await ledger.post("debit", -120, "A run")
+        await ledger.post("credit", 5000, "Welcome credits", now=services.clock.now())
+        await ledger.post("debit", -120, "A run", now=services.clock.now())
     rows = chart_rows((await dashboard.get("/billing")).text, "credits-chart")
     assert list(rows.values())[-1] == [4880]
     assert next(iter(rows.values())) == [0]  # before the first entry: the balance it started from

@@ -77,8 +77,10 @@ async def test_counts_and_recent_items_of_this_organization_only(
     foreign_log = {"message": "globex down", "level": "fatal"}
     assert (await intake.post("/v1/logs", json=foreign_log, headers=other_tenant.public)).status_code == 202
     async with services.db.transaction(write=True) as conn:
-        await LedgerRepository(conn, tenant.org_id).post("credit", 1500, "grant")
-        await LedgerRepository(conn, other_tenant.org_id).post("credit", 99, "grant")
+        await LedgerRepository(conn, tenant.org_id).post("credit", 1500, "grant", now=services.clock.now())
+        await LedgerRepository(conn, other_tenant.org_id).post(
+            "credit", 99, "grant", now=services.clock.now()
+        )
 
     page = await dashboard.get("/")
     assert page.status_code == 200

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from tests.support import Tenant
-from threadline.kit.clock import isoformat
+from threadline.kit.clock import Clock, isoformat
 from threadline.kit.db import stored_isoformat, stored_json
 from threadline.kit.group_commit import GroupCommit
 from threadline.kit.plain_query import PlainQuery
@@ -44,7 +44,9 @@ async def committed_ids(services: Services, organization_id: str) -> list[str]:
 
 
 async def create(committer: GroupCommit[Thread, None], tenant: Tenant, title: str) -> Thread:
-    return await create_thread_committed(committer, tenant.org_id, title=title, metadata={"k": "v"})
+    return await create_thread_committed(
+        committer, tenant.org_id, title=title, metadata={"k": "v"}, now=Clock().now()
+    )
 
 
 async def test_concurrent_items_share_a_transaction_and_are_all_committed_in_order(

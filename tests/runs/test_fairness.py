@@ -67,7 +67,9 @@ async def cancel_every_queued_run(services: Services) -> None:
         for run_id in queued:
             run = await RunsAcrossOrganizations(conn).get(run_id)
             assert run is not None
-            await cancel_run(conn, services.signals, services.prices, run.organization_id, run_id)
+            await cancel_run(
+                conn, services.signals, services.prices, run.organization_id, run_id, now=services.clock.now()
+            )
 
 
 async def statuses(client: httpx.AsyncClient, tenant: Tenant, run_ids: Sequence[str]) -> list[str]:

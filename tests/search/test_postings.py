@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import Backend
 from tests.support import make_tenant
+from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.messages.service import append_message
 from threadline.runtime import Services
@@ -75,9 +76,13 @@ async def _compiled(db: Database, text: str) -> str:
 async def _thread_with(db: Database, organization_id: str, *texts: str) -> tuple[str, list[int]]:
     """A new thread holding ``texts`` (users' messages, one transaction): its id and the messages' seqs."""
     async with db.transaction() as conn:
-        thread = await create_thread(conn, organization_id, title=None, metadata={})
+        thread = await create_thread(conn, organization_id, title=None, metadata={}, now=Clock().now())
         ids = [
-            (await append_message(conn, organization_id, thread.id, role="user", content=t, metadata={})).id
+            (
+                await append_message(
+                    conn, organization_id, thread.id, role="user", content=t, metadata={}, now=Clock().now()
+                )
+            ).id
             for t in texts
         ]
     return thread.id, [await _seq(db, message_id) for message_id in ids]
@@ -120,15 +125,31 @@ async def test_postings_answer_what_gin_answers(services: Services, steps: list[
                 for thread_index, words, role in argument:
                     if thread_index not in threads:
                         threads[thread_index] = (
-                            await create_thread(conn, tenant.org_id, title=None, metadata={})
+                            await create_thread(
+                                conn, tenant.org_id, title=None, metadata={}, now=Clock().now()
+                            )
                         ).id
                     content = " ".join(words)
                     await append_message(
-                        conn, tenant.org_id, threads[thread_index], role=role, content=content, metadata={}
+                        conn,
+                        tenant.org_id,
+                        threads[thread_index],
+                        role=role,
+                        content=content,
+                        metadata={},
+                        now=Clock().now(),
                     )
-                neighbour = await create_thread(conn, other.org_id, title=None, metadata={})
+                neighbour = await create_thread(
+                    conn, other.org_id, title=None, metadata={}, now=Clock().now()
+                )
                 await append_message(
-                    conn, other.org_id, neighbour.id, role="user", content="deploy alpha beta", metadata={}
+                    conn,
+                    other.org_id,
+                    neighbour.id,
+                    role="user",
+                    content="deploy alpha beta",
+                    metadata={},
+                    now=Clock().now(),
                 )
         elif kind == "delete":
             thread_id = threads.pop(int(argument), None)  # type: ignore[call-overload]
@@ -181,7 +202,9 @@ async def test_a_rolled_back_message_does_not_hold_sealing(services: Services, b
 
     async def abandon() -> None:
         async with db.transaction() as conn:
-            await append_message(conn, tenant.org_id, thread, role="user", content="numbat", metadata={})
+            await append_message(
+                conn, tenant.org_id, thread, role="user", content="numbat", metadata={}, now=Clock().now()
+            )
             raise RuntimeError("abandoned")
 
     with pytest.raises(RuntimeError):

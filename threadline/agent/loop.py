@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from threadline.agent.models import (
@@ -161,7 +162,7 @@ def _write_message(
     content: str,
     metadata: dict[str, str],
 ) -> Effect:
-    async def write(conn: Conn) -> None:
+    async def write(conn: Conn, now: datetime) -> None:
         await append_message(
             conn,
             organization_id,
@@ -171,6 +172,7 @@ def _write_message(
             metadata=metadata,
             run_id=run_id,
             message_id=message_id,
+            now=now,
         )
 
     return write

@@ -5,14 +5,15 @@ above, hands the agent its recorder."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any, Protocol
 
 from threadline.agent.models import Usage
 from threadline.kit.db import Conn
 
 # A write that belongs to an event (the assistant's message with its ``text_complete``, an artifact), run in
-# the transaction that records the event.
-Effect = Callable[[Conn], Awaitable[None]]
+# the transaction that records the event, and dated as the event is (the run's clock at that commit).
+Effect = Callable[[Conn, datetime], Awaitable[None]]
 
 
 class Recorder(Protocol):

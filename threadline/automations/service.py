@@ -155,7 +155,7 @@ async def trigger_now(
     """A firing by hand (``POST /automations/{id}/trigger``): enabled or not, cooldown or not; its errors
     are the request's. The schedule keeps its next time."""
     automation = await get_automation(conn, organization_id, automation_id, lock=True)
-    run = await _start_run(conn, signals, prices, automation, "manual", None, settings)
+    run = await _start_run(conn, signals, prices, automation, "manual", None, settings, now)
     await AutomationRepository(conn, organization_id).record_firing(
         automation.id, at=now, next_run_at=automation.next_run_at, error=None
     )
@@ -172,7 +172,7 @@ async def fire_schedule(
     automation = await across.get(automation_id, lock=True)
     if automation is None or not _is_due(automation, now):
         return None
-    run = await _start_run(conn, signals, prices, automation, "schedule", None, settings)
+    run = await _start_run(conn, signals, prices, automation, "schedule", None, settings, now)
     await across.record_firing(
         automation.id, at=now, next_run_at=_next_run(automation.trigger, True, now), error=None
     )
@@ -193,7 +193,7 @@ async def fire_log(
     record = await across.take_firing(automation_id)
     if record is None or not _may_fire_on_log(automation, now):
         return None, automation.last_triggered_at
-    run = await _start_run(conn, signals, prices, automation, "log", record, settings)
+    run = await _start_run(conn, signals, prices, automation, "log", record, settings, now)
     await across.record_firing(automation.id, at=now, next_run_at=None, error=None)
     return run, now
 
@@ -253,6 +253,7 @@ async def _start_run(
     kind: Firing,
     record: Mapping[str, Any] | None,
     settings: Settings,
+    now: datetime,
 ) -> Run:
     """Not while the organization has its limit of runs queued (409 ``QUEUED_RUN_LIMIT``): a firing then
     fails as one whose thread is gone does, and the schedule moves on, rather than piling runs (and
@@ -269,7 +270,7 @@ async def _start_run(
     thread_id: str | None = automation.action["threadId"]
     if thread_id is None:
         thread = await create_thread(
-            conn, organization.id, title=automation.name, metadata={"automationId": automation.id}
+            conn, organization.id, title=automation.name, metadata={"automationId": automation.id}, now=now
         )
         thread_id = thread.id
     elif await ThreadRepository(conn, organization.id).get(thread_id) is None:
@@ -290,6 +291,7 @@ async def _start_run(
         prices=prices,
         strategy="enqueue",
         automation_id=automation.id,
+        now=now,
     )
 
 

@@ -19,7 +19,6 @@ from typing import Literal
 import sqlalchemy as sa
 
 from threadline.billing.tables import billing_accounts, billing_transactions
-from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, UtcDateTime
 from threadline.kit.ids import new_id
 from threadline.kit.pagination import PageParams, fetch_numbered_page
@@ -76,11 +75,11 @@ class LedgerRepository:
         description: str,
         *,
         run_id: str | None = None,
+        now: datetime,
     ) -> Transaction:
         """Appends one entry; ``amount`` is signed (credits positive, debits zero or negative)."""
         if (type_ == "credit") != (amount > 0) and not (type_ == "debit" and amount == 0):
             raise ValueError(f"a {type_} of {amount} credits")
-        now = utcnow()
         moved = (
             await self._conn.execute(
                 _MOVE, {"organization_id": self._organization_id, "amount": amount, "now": now}

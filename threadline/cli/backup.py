@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,6 +16,7 @@ import typer
 from threadline.cli.operator import _settings
 from threadline.cli.output import fail
 from threadline.cli.progress import Progress, size_text
+from threadline.kit.clock import Clock
 
 if TYPE_CHECKING:
     from threadline.config import Settings
@@ -67,7 +67,7 @@ def backup(
     settings = _settings()
     source = _database(settings, _POSTGRES_BACKUP)
     if path.is_dir():
-        path = path / f"threadline-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.db"
+        path = path / f"threadline-{Clock().now():%Y%m%dT%H%M%SZ}.db"
     path = path.resolve()
     if path == source:
         fail("PATH is the database itself: give another file")

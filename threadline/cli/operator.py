@@ -415,6 +415,7 @@ def grant_credits(
     """Add credits to an organization: one credit entry in its ledger, counted at once."""
     from threadline.billing.ledger import LedgerRepository
     from threadline.billing.schemas import TransactionOut
+    from threadline.kit.clock import Clock
     from threadline.organizations.repository import OrganizationRepository
 
     if not 0 < amount <= _MAX_GRANT:
@@ -429,7 +430,7 @@ def grant_credits(
         async with db.transaction() as conn:
             if await OrganizationRepository(conn).get(org_id) is None:
                 fail(f"organization {org_id} was not found")
-            entry = await LedgerRepository(conn, org_id).post("credit", amount, text)
+            entry = await LedgerRepository(conn, org_id).post("credit", amount, text, now=Clock().now())
         return TransactionOut.of(entry).model_dump(mode="json", by_alias=True)
 
     data = _run(settings, work)

@@ -17,8 +17,10 @@ def isoformat(value: datetime) -> str:
 
 
 class Clock:
-    """The time as the parts that act on it (the automation scheduler, cooldowns) read it: the system's.
-    Passed in rather than read from ``utcnow`` directly so tests and simulations can drive it."""
+    """The time as the product reads it for every decision (expiries, leases, schedules, cooldowns,
+    retention, sessions, the timestamps rows carry): the system's. ``runtime.open_services`` makes one and
+    hands it to every part (``Services.clock``), so tests and simulations drive it; nothing else reads the
+    wall clock (``tests/test_clock_source.py``), and durations are measured on ``time.monotonic``."""
 
     def now(self) -> datetime:
         return utcnow()

@@ -78,7 +78,7 @@ class UtcDateTime(sa.types.TypeDecorator[datetime]):
         if value is None:
             return None
         if value.tzinfo is None:
-            raise ValueError("naive datetimes are not stored; use kit.clock.utcnow()")
+            raise ValueError("naive datetimes are not stored; use the services' clock (kit.clock.Clock)")
         value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 

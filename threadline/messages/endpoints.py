@@ -1,13 +1,25 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated, Protocol
+
+from fastapi import APIRouter, Depends, Request
 
 from threadline.access.principal import principal_of
-from threadline.kit.deps import ConnDep, CursorDep
+from threadline.kit.clock import Clock
+from threadline.kit.deps import ConnDep, CursorDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
 from threadline.kit.pagination import CursorPage
 from threadline.messages import service
 from threadline.messages.schemas import MessageCreate, MessageOut
+
+
+class MessageServices(Protocol):
+    """What the message handlers read from the process's services."""
+
+    clock: Clock
+
+
+ServicesDep = Annotated[MessageServices, Depends(get_services)]
 
 router = APIRouter(prefix="/v1/threads/{threadId}/messages", tags=["messages"])
 
@@ -35,7 +47,9 @@ async def list_messages(
     response_model=MessageOut,
     responses=errors(400, 404, 413, *AUTHENTICATED),
 )
-async def create_message(threadId: str, body: MessageCreate, request: Request, conn: ConnDep) -> MessageOut:
+async def create_message(
+    threadId: str, body: MessageCreate, request: Request, conn: ConnDep, services: ServicesDep
+) -> MessageOut:
     """Appends a message; the thread's `messageCount` and `updatedAt` move in the same transaction."""
     message = await service.append_message(
         conn,
@@ -44,6 +58,7 @@ async def create_message(threadId: str, body: MessageCreate, request: Request, c
         role=body.role,
         content=body.content,
         metadata=body.metadata,
+        now=services.clock.now(),
     )
     return MessageOut.of(message)
 

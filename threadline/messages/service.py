@@ -4,8 +4,8 @@ the thread's count and time in the same transaction."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
-from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn
 from threadline.kit.errors import NotFound
 from threadline.kit.ids import new_id
@@ -25,9 +25,9 @@ async def append_message(
     metadata: dict[str, str],
     run_id: str | None = None,
     message_id: str | None = None,
+    now: datetime,
 ) -> Message:
     """``message_id``: a run names its message before writing it (its events carry the id)."""
-    now = utcnow()
     if not await ThreadRepository(conn, organization_id).record_message(thread_id, now):
         raise NotFound(f"Thread {thread_id} was not found.")
     message = Message(

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from threadline.agent.suspension import ActionType, PendingCall, Suspension, parsed_arguments, rejected
 from threadline.billing.prices import Prices
-from threadline.kit.clock import isoformat, utcnow
+from threadline.kit.clock import isoformat
 from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import BadRequest, Conflict, Reason
 from threadline.kit.signals import SignalBus
@@ -85,17 +85,29 @@ async def suspend_run(
 
 
 async def submit_tool_outputs(
-    conn: Conn, signals: SignalBus, organization_id: str, run_id: str, outputs: Sequence[tuple[str, Any]]
+    conn: Conn,
+    signals: SignalBus,
+    organization_id: str,
+    run_id: str,
+    outputs: Sequence[tuple[str, Any]],
+    *,
+    now: datetime,
 ) -> Run:
     run, state, pending = await _waiting(conn, organization_id, run_id, "submit_tool_outputs")
     answered = _match(pending, [tool_call_id for tool_call_id, _ in outputs])
     for tool_call_id, output in outputs:
         answered[tool_call_id].complete(output, False)
-    return await _resume(conn, signals, run, state, [answered[i] for i, _ in outputs])
+    return await _resume(conn, signals, run, state, [answered[i] for i, _ in outputs], now)
 
 
 async def approve_tool_calls(
-    conn: Conn, signals: SignalBus, organization_id: str, run_id: str, decisions: Sequence[Decision]
+    conn: Conn,
+    signals: SignalBus,
+    organization_id: str,
+    run_id: str,
+    decisions: Sequence[Decision],
+    *,
+    now: datetime,
 ) -> Run:
     run, state, pending = await _waiting(conn, organization_id, run_id, "approve_tool_calls")
     decided = _match(pending, [d.tool_call_id for d in decisions])
@@ -106,7 +118,7 @@ async def approve_tool_calls(
         if not decision.approve:
             call.complete(rejected(decision.reason), True)
             completed.append(call)
-    return await _resume(conn, signals, run, state, completed)
+    return await _resume(conn, signals, run, state, completed, now)
 
 
 async def expire(conn: Conn, signals: SignalBus, prices: Prices, run_id: str, now: datetime) -> Run | None:
@@ -121,7 +133,7 @@ async def expire(conn: Conn, signals: SignalBus, prices: Prices, run_id: str, no
         return None
     if run.action_expires_at > now:
         return None
-    return await end_locked(conn, signals, prices, run, "failed", ACTION_EXPIRED)
+    return await end_locked(conn, signals, prices, run, "failed", ACTION_EXPIRED, now)
 
 
 async def due(conn: Conn, now: datetime, limit: int = 100) -> list[str]:
@@ -178,10 +190,14 @@ def _match(pending: Sequence[PendingCall], ids: Sequence[str]) -> dict[str, Pend
 
 
 async def _resume(
-    conn: Conn, signals: SignalBus, run: Run, state: Suspension, completed: Sequence[PendingCall]
+    conn: Conn,
+    signals: SignalBus,
+    run: Run,
+    state: Suspension,
+    completed: Sequence[PendingCall],
+    now: datetime,
 ) -> Run:
     """The answered calls' ``tool_call_complete`` events, and the run claimable again by any executor."""
-    now = utcnow()
     made = [
         _event(run, i, "tool_call_complete", _completion(call), now)
         for i, call in enumerate(completed, start=1)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import Field
 
 from threadline.agent.tools import Arguments, ToolContext, ToolResult, tool
-from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn
 from threadline.kit.ids import new_id
 from threadline.runs.artifacts import (
@@ -28,23 +29,24 @@ async def _create_artifact(context: ToolContext, args: CreateArtifactArgs) -> To
     if size > MAX_CONTENT_BYTES:
         return ToolResult(f"content is {size} bytes; the limit is {MAX_CONTENT_BYTES}", is_error=True)
     recorder = context.recorder
-    artifact = Artifact(
-        id=new_id("art"),
-        organization_id=recorder.organization_id,
-        run_id=recorder.run_id,
-        thread_id=recorder.thread_id,
-        name=args.name,
-        mime_type=args.mime_type,
-        size=size,
-        content=args.content,
-        created_at=utcnow(),
-    )
+    artifact_id = new_id("art")
 
-    async def store(conn: Conn) -> None:
+    async def store(conn: Conn, now: datetime) -> None:
+        artifact = Artifact(
+            id=artifact_id,
+            organization_id=recorder.organization_id,
+            run_id=recorder.run_id,
+            thread_id=recorder.thread_id,
+            name=args.name,
+            mime_type=args.mime_type,
+            size=size,
+            content=args.content,
+            created_at=now,
+        )
         await ArtifactRepository(conn, artifact.organization_id).insert(artifact)
 
-    payload = {"artifactId": artifact.id, "name": artifact.name, "mimeType": artifact.mime_type}
-    await recorder.emit("artifact", {**payload, "content": artifact.content}, effect=store)
+    payload = {"artifactId": artifact_id, "name": args.name, "mimeType": args.mime_type}
+    await recorder.emit("artifact", {**payload, "content": args.content}, effect=store)
     return ToolResult({**payload, "size": size})
 
 

@@ -94,6 +94,7 @@ async def create_run(
         strategy=body.multitask_strategy,
         tools=entries_json(body.tools) if body.tools is not None else None,
         action_timeout_seconds=body.action_timeout_seconds,
+        now=services.clock.now(),
     )
     return RunOut.of(run)
 
@@ -127,7 +128,12 @@ async def cancel_run(runId: str, request: Request, conn: ConnDep, services: Serv
     """Ends a queued or running run at once: it is `cancelled` in the answer, its stream ends with
     `run_completed` (status `cancelled`) and `[DONE]`. A run that has ended is 409 `RUN_ENDED`."""
     run = await service.cancel_run(
-        conn, services.signals, services.prices, principal_of(request).organization_id, runId
+        conn,
+        services.signals,
+        services.prices,
+        principal_of(request).organization_id,
+        runId,
+        now=services.clock.now(),
     )
     return RunOut.of(run)
 
@@ -147,7 +153,12 @@ async def submit_tool_outputs(
     its call's `result` (`tool_call_complete`), and the run goes on."""
     outputs = [(o.tool_call_id, o.output) for o in body.tool_outputs]
     run = await actions.submit_tool_outputs(
-        conn, services.signals, principal_of(request).organization_id, runId, outputs
+        conn,
+        services.signals,
+        principal_of(request).organization_id,
+        runId,
+        outputs,
+        now=services.clock.now(),
     )
     return RunOut.of(run)
 
@@ -166,7 +177,12 @@ async def approve_tool_calls(
     `{"error": "rejected", "reason": …}`; the model goes on either way."""
     decisions = [actions.Decision(d.tool_call_id, d.approve, d.reason) for d in body.decisions]
     run = await actions.approve_tool_calls(
-        conn, services.signals, principal_of(request).organization_id, runId, decisions
+        conn,
+        services.signals,
+        principal_of(request).organization_id,
+        runId,
+        decisions,
+        now=services.clock.now(),
     )
     return RunOut.of(run)
 

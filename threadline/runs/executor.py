@@ -37,7 +37,7 @@ from threadline.agent.suspension import Suspension
 from threadline.agent.tools import ToolContext, Tools
 from threadline.billing.prices import Prices
 from threadline.config import Settings
-from threadline.kit.clock import Clock, utcnow
+from threadline.kit.clock import Clock
 from threadline.kit.db import Conn, Database
 from threadline.kit.egress import EgressPolicy
 from threadline.kit.encryption import SecretBox
@@ -71,12 +71,12 @@ class RunExecutor:
         prices: Prices,
         *,
         execute: bool,
-        clock: Clock | None = None,
+        clock: Clock,
         box: SecretBox | None = None,
         egress: EgressPolicy | None = None,
     ) -> None:
         self._db = db
-        self.clock = clock or Clock()  # expiresAt and its sweep (tests move a ManualClock)
+        self.clock = clock  # leases, expiresAt and their sweeps (tests move a ManualClock)
         self._box = box
         self._egress = egress or EgressPolicy()
         self._prices = prices
@@ -153,8 +153,9 @@ class RunExecutor:
     async def _claim_all(self) -> None:
         while not self._stopping and len(self._running) < self._settings.max_concurrent_runs:
             async with self._db.transaction() as conn:
+                now = self.clock.now()
                 claimed = await service.claim(
-                    conn, self.owner, utcnow() + self._lease, self._settings.default_run_concurrency
+                    conn, self.owner, now, now + self._lease, self._settings.default_run_concurrency
                 )
             if claimed is None:
                 return
@@ -176,7 +177,7 @@ class RunExecutor:
     async def _renew(self) -> None:
         async with self._db.transaction() as conn:
             held = await RunsAcrossOrganizations(conn).renew_leases(
-                self.owner, self._running, utcnow() + self._lease
+                self.owner, self._running, self.clock.now() + self._lease
             )
         for run_id, task in list(self._running.items()):
             if run_id not in held and not task.done():
@@ -186,7 +187,7 @@ class RunExecutor:
 
     async def reap(self) -> int:
         """Ends the runs whose lease lapsed (their executor died); how many it ended."""
-        now = utcnow()
+        now = self.clock.now()
         async with self._db.transaction(write=False) as conn:
             lapsed = await RunsAcrossOrganizations(conn).expired(now)
         ended = 0
@@ -200,6 +201,7 @@ class RunExecutor:
                     "failed",
                     ("EXECUTOR_LOST", "The process executing the run stopped before it ended."),
                     expired_before=now,
+                    now=now,
                 )
             if run is not None:
                 log.warning("run %s failed: its executor stopped renewing its lease", run_id)
@@ -228,6 +230,7 @@ class RunExecutor:
             owner=self.owner,
             event_count=run.event_count,
             outage_seconds=self._outage_seconds,
+            clock=self.clock,
         )
         outcome: _Outcome = ("completed", None)
         limit = self._settings.run_max_seconds
@@ -286,7 +289,14 @@ class RunExecutor:
         async def end(_retry: bool) -> None:
             async with self._db.transaction() as conn:
                 await service.end_run(
-                    conn, self._signals, self._prices, run.id, status, error, owner=self.owner
+                    conn,
+                    self._signals,
+                    self._prices,
+                    run.id,
+                    status,
+                    error,
+                    owner=self.owner,
+                    now=self.clock.now(),
                 )
 
         try:

@@ -21,7 +21,7 @@ from typing import Any
 
 from threadline.agent.models import Usage
 from threadline.agent.recorder import Effect
-from threadline.kit.clock import utcnow
+from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.kit.faults import riding_out
 from threadline.kit.signals import SignalBus
@@ -62,8 +62,10 @@ class RunRecorder:
         owner: str,
         event_count: int,
         outage_seconds: float,
+        clock: Clock,
     ) -> None:
         self._db = db
+        self._clock = clock  # dates the events and their effects
         self._signals = signals
         self.organization_id = organization_id
         self.run_id = run_id
@@ -138,17 +140,17 @@ class RunRecorder:
             # Side effects first, after locking the thread's row: runs.service's lock order is the thread,
             # then the run (an artifact's foreign keys would otherwise share-lock the run, then wait for the
             # thread, while a cancel holds the thread and waits for the run).
+            now = self._clock.now()
             effects = [pending.effect for pending in batch if pending.effect is not None]
             if effects:
                 await ThreadRepository(conn, self.organization_id).get(self.thread_id, for_update=True)
             for effect in effects:
-                await effect(conn)
+                await effect(conn, now)
             last = await RunsAcrossOrganizations(conn).advance(
                 self.run_id, self._owner, len(batch), usage.input_tokens, usage.output_tokens
             )
             if last is None:
                 raise RunAborted()
-            now = utcnow()
             first = last - len(batch) + 1
             made: list[Event] = [
                 events.render(self.run_id, self.thread_id, first + i, p.type, p.payload, now)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from threadline.agent.suspension import Suspension
 from threadline.billing.ledger import LedgerRepository
 from threadline.billing.prices import Prices
-from threadline.kit.clock import utcnow
+from threadline.kit.clock import Clock
 from threadline.kit.db import Conn, after_commit
 from threadline.kit.errors import BadRequest, Conflict, NotFound, Reason
 from threadline.kit.ids import new_id
@@ -73,6 +73,7 @@ async def create_run(
     automation_id: str | None = None,
     tools: list[dict[str, Any]] | None = None,
     action_timeout_seconds: int = DEFAULT_ACTION_TIMEOUT_SECONDS,
+    now: datetime,
 ) -> Run:
     await _lock_thread(conn, organization.id, thread_id)
     if (
@@ -96,8 +97,7 @@ async def create_run(
             # Locked and read again: its executor may have committed events since the read above.
             locked = await RunRepository(conn, organization.id).get(run.id, for_update=True)
             if locked is not None and locked.is_active:
-                await _end(conn, signals, prices, locked, "cancelled", None)
-    now = utcnow()
+                await _end(conn, signals, prices, locked, "cancelled", None, now)
     run = Run(
         id=new_id("run"),
         organization_id=organization.id,
@@ -119,7 +119,7 @@ async def create_run(
     await RunRepository(conn, organization.id).insert(run)
     if input is not None:
         await append_message(
-            conn, organization.id, thread_id, role="user", content=input, metadata={}, run_id=run.id
+            conn, organization.id, thread_id, role="user", content=input, metadata={}, run_id=run.id, now=now
         )
     await RunsAcrossOrganizations(conn).refresh_active_run(thread_id)
     after_commit(conn, lambda: signals.publish(RUNS_QUEUED, run.id))
@@ -127,7 +127,7 @@ async def create_run(
 
 
 async def delete_thread_with_runs(
-    conn: Conn, signals: SignalBus, prices: Prices, organization_id: str, thread_id: str
+    conn: Conn, signals: SignalBus, prices: Prices, organization_id: str, thread_id: str, now: datetime
 ) -> Thread:
     """Deletes the thread with its messages and runs, cancelling its active runs first: each is charged
     for what it used and its streams end with ``run_completed``, as with any cancel. Here rather than in
@@ -136,7 +136,7 @@ async def delete_thread_with_runs(
     for run in await RunRepository(conn, organization_id).active_of_thread(thread_id):
         locked = await RunRepository(conn, organization_id).get(run.id, for_update=True)
         if locked is not None and locked.is_active:
-            await _end(conn, signals, prices, locked, "cancelled", None)
+            await _end(conn, signals, prices, locked, "cancelled", None, now)
     return await threads.delete_thread(conn, organization_id, thread_id)
 
 
@@ -146,9 +146,12 @@ class ThreadDeletionWithRuns:
 
     signals: SignalBus
     prices: Prices
+    clock: Clock
 
     async def __call__(self, conn: Conn, organization_id: str, thread_id: str) -> Thread:
-        return await delete_thread_with_runs(conn, self.signals, self.prices, organization_id, thread_id)
+        return await delete_thread_with_runs(
+            conn, self.signals, self.prices, organization_id, thread_id, self.clock.now()
+        )
 
 
 async def get_run(conn: Conn, organization_id: str, run_id: str) -> Run:
@@ -219,7 +222,7 @@ async def list_runs(
 
 
 async def cancel_run(
-    conn: Conn, signals: SignalBus, prices: Prices, organization_id: str, run_id: str
+    conn: Conn, signals: SignalBus, prices: Prices, organization_id: str, run_id: str, *, now: datetime
 ) -> Run:
     """Ends the run at once, whether queued or running: its ``run_completed`` event is written here, and
     the executing process, told by a signal, stops the model; it can write nothing after this commit."""
@@ -229,7 +232,7 @@ async def cancel_run(
     assert locked is not None  # the thread's lock keeps its runs (deletion cascades through it)
     if not locked.is_active:
         raise Conflict(f"Run {run_id} has already ended ({locked.status}).", reason=Reason.RUN_ENDED)
-    return await _end(conn, signals, prices, locked, "cancelled", None)
+    return await _end(conn, signals, prices, locked, "cancelled", None, now)
 
 
 async def end_run(
@@ -242,6 +245,7 @@ async def end_run(
     *,
     owner: str | None = None,
     expired_before: datetime | None = None,
+    now: datetime,
 ) -> Run | None:
     """The executor's end of a running run (``owner`` still holds it) or the reaper's (its lease lapsed
     before ``expired_before``); None when the run is no longer what the caller thought (cancelled, taken)."""
@@ -260,7 +264,7 @@ async def end_run(
         return None
     if expired_before is not None and not await across.lease_lapsed(run_id, expired_before):
         return None
-    return await _end(conn, signals, prices, run, status, error)
+    return await _end(conn, signals, prices, run, status, error, now)
 
 
 async def _end(
@@ -270,12 +274,12 @@ async def _end(
     run: Run,
     status: Status,
     error: tuple[str, str] | None,
+    now: datetime,
 ) -> Run:
     """Every end of a run comes here, once (the callers hold the run's lock and saw it active): its last
     events, its status, its thread's next active run, the messages it announced but had not written, and
     its one ledger debit commit together."""
-    await write_unfinished_messages(conn, run, status)
-    now = utcnow()
+    await write_unfinished_messages(conn, run, status, now)
     made: list[Event] = [
         _event(run, offset, "tool_call_complete", payload, now)
         for offset, payload in enumerate(_unanswered(run), start=1)
@@ -288,7 +292,7 @@ async def _end(
     across = RunsAcrossOrganizations(conn)
     await across.set_status(run.id, status, at=now, error=error, events=len(made))
     await across.refresh_active_run(run.thread_id)
-    await _charge(conn, prices, run)
+    await _charge(conn, prices, run, now)
     ended = replace(
         run,
         status=status,
@@ -330,7 +334,7 @@ def _unanswered(run: Run) -> list[dict[str, Any]]:
     ]
 
 
-async def _charge(conn: Conn, prices: Prices, run: Run) -> None:
+async def _charge(conn: Conn, prices: Prices, run: Run, now: datetime) -> None:
     """One debit for a run that used tokens (usage is final here: nothing is recorded after the end)."""
     if run.input_tokens == 0 and run.output_tokens == 0:
         return
@@ -338,7 +342,9 @@ async def _charge(conn: Conn, prices: Prices, run: Run) -> None:
     description = (
         f"Run {run.id} on {run.model}: {run.input_tokens} input and {run.output_tokens} output tokens."
     )
-    await LedgerRepository(conn, run.organization_id).post("debit", -amount, description, run_id=run.id)
+    await LedgerRepository(conn, run.organization_id).post(
+        "debit", -amount, description, run_id=run.id, now=now
+    )
 
 
 def _event(run: Run, offset: int, type_: str, payload: dict[str, Any], at: datetime) -> Event:
@@ -346,12 +352,11 @@ def _event(run: Run, offset: int, type_: str, payload: dict[str, Any], at: datet
 
 
 async def claim(
-    conn: Conn, owner: str, lease_until: datetime, default_concurrency: int
+    conn: Conn, owner: str, now: datetime, lease_until: datetime, default_concurrency: int
 ) -> tuple[Run, list[Event]] | None:
     """The next claimable run (fairly across organizations, each within its run concurrency, whose
     default is ``default_concurrency``), now running and held by ``owner``, with its ``run_started``
     event written; a run continued after waiting for its caller (it has an ``agent_state``) has none."""
-    now = utcnow()
     run = await RunsAcrossOrganizations(conn).claim_next(owner, now, lease_until, default_concurrency)
     if run is None:
         return None

@@ -11,6 +11,7 @@ they are written (search seals them), so this is the only write such a message g
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 from threadline.kit.db import Conn
 from threadline.messages.repository import MessageRepository
@@ -23,7 +24,7 @@ _TEXT = "text_chunk"
 _COMPLETE = "text_complete"
 
 
-async def write_unfinished_messages(conn: Conn, run: Run, status: str) -> int:
+async def write_unfinished_messages(conn: Conn, run: Run, status: str, now: datetime) -> int:
     """Writes the run's announced but unwritten messages; returns how many. The caller holds the run's
     lock: nothing the executor could still commit escapes (its commits wait for that lock, then find the
     run ended). A run that completed has none (its agent ended every turn it began, and everything it
@@ -60,5 +61,6 @@ async def write_unfinished_messages(conn: Conn, run: Run, status: str) -> int:
             metadata={"incomplete": status},
             run_id=run.id,
             message_id=message_id,
+            now=now,
         )
     return len(missing)

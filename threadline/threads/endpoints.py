@@ -5,6 +5,7 @@ from typing import Annotated, Protocol
 from fastapi import Depends, Request
 
 from threadline.access.principal import principal_of
+from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.kit.deps import ConnDep, get_services
 from threadline.kit.openapi import AUTHENTICATED, errors
@@ -16,6 +17,7 @@ from threadline.threads.service import ThreadDeletion, ThreadInserts
 class ThreadServices(Protocol):
     """What the thread handlers read from the process's services."""
 
+    clock: Clock
     db: Database
     thread_deletion: ThreadDeletion
     thread_inserts: ThreadInserts
@@ -42,6 +44,7 @@ async def create_thread(body: ThreadCreate, request: Request, services: Services
         principal_of(request).organization_id,
         title=body.title,
         metadata=body.metadata,
+        now=services.clock.now(),
     )
     return ThreadOut.of(thread)
 
@@ -59,10 +62,13 @@ async def get_thread(threadId: str, request: Request, conn: ConnDep) -> ThreadOu
     response_model=ThreadOut,
     responses=errors(400, 404, 413, *AUTHENTICATED),
 )
-async def update_thread(threadId: str, body: ThreadUpdate, request: Request, conn: ConnDep) -> ThreadOut:
+async def update_thread(
+    threadId: str, body: ThreadUpdate, request: Request, conn: ConnDep, services: ServicesDep
+) -> ThreadOut:
     """Replaces the fields sent (``metadata`` as a whole map); leaves the others."""
     changes = {name: getattr(body, name) for name in body.model_fields_set}
-    thread = await service.update_thread(conn, principal_of(request).organization_id, threadId, changes)
+    organization_id = principal_of(request).organization_id
+    thread = await service.update_thread(conn, organization_id, threadId, changes, services.clock.now())
     return ThreadOut.of(thread)
 
 

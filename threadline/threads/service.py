@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Protocol
 
-from threadline.kit.clock import utcnow
 from threadline.kit.db import Conn, Database
 from threadline.kit.errors import BadRequest, NotFound, Reason
 from threadline.kit.group_commit import GroupCommit
@@ -20,8 +20,7 @@ def thread_inserts(db: Database) -> ThreadInserts:
     return GroupCommit(db, insert_threads, name="threads")
 
 
-def _new_thread(organization_id: str, title: str | None, metadata: dict[str, str]) -> Thread:
-    now = utcnow()
+def _new_thread(organization_id: str, title: str | None, metadata: dict[str, str], now: datetime) -> Thread:
     return Thread(
         id=new_id("thr"),
         organization_id=organization_id,
@@ -34,23 +33,28 @@ def _new_thread(organization_id: str, title: str | None, metadata: dict[str, str
 
 
 async def create_thread(
-    conn: Conn, organization_id: str, *, title: str | None, metadata: dict[str, str]
+    conn: Conn, organization_id: str, *, title: str | None, metadata: dict[str, str], now: datetime
 ) -> Thread:
     """A thread in the caller's transaction (work that creates a thread among other writes)."""
-    thread = _new_thread(organization_id, title, metadata)
+    thread = _new_thread(organization_id, title, metadata, now)
     await ThreadRepository(conn, organization_id).insert(thread)
     return thread
 
 
 async def create_thread_committed(
-    inserts: ThreadInserts, organization_id: str, *, title: str | None, metadata: dict[str, str]
+    inserts: ThreadInserts,
+    organization_id: str,
+    *,
+    title: str | None,
+    metadata: dict[str, str],
+    now: datetime,
 ) -> Thread:
     """A thread on its own, committed with whatever other threads the process is creating at the moment
     (group commit: one transaction and one fsync for many requests); returns once it is durable.
 
     The id is made and the thread queued in one step of the event loop, so within a process ids follow
     commit order just as they did with one transaction per request."""
-    thread = _new_thread(organization_id, title, metadata)
+    thread = _new_thread(organization_id, title, metadata, now)
     await inserts.submit(thread)
     return thread
 
@@ -63,7 +67,7 @@ async def get_thread(conn: Conn, organization_id: str, thread_id: str) -> Thread
 
 
 async def update_thread(
-    conn: Conn, organization_id: str, thread_id: str, changes: Mapping[str, object]
+    conn: Conn, organization_id: str, thread_id: str, changes: Mapping[str, object], now: datetime
 ) -> Thread:
     """``changes`` holds only the fields the client sent (so ``title: null`` clears, absence keeps)."""
     if "metadata" in changes and changes["metadata"] is None:
@@ -75,7 +79,7 @@ async def update_thread(
         thread_id,
         title=title if isinstance(title, str) else None,
         metadata=dict(metadata) if isinstance(metadata, dict) else thread.metadata,
-        at=utcnow(),
+        at=now,
     )
     return await get_thread(conn, organization_id, thread_id)
 

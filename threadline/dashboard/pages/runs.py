@@ -24,6 +24,7 @@ from threadline.dashboard.sessions import Viewer
 from threadline.dashboard.streams import DashboardStreamSlot
 from threadline.dashboard.web import ViewerDep, render, safe_next
 from threadline.kit import sse
+from threadline.kit.clock import Clock
 from threadline.kit.db import Conn
 from threadline.kit.deps import ConnDep, get_services
 from threadline.kit.errors import BadRequest, Conflict
@@ -43,6 +44,7 @@ _END = b"event: done\ndata: [DONE]\n\n"
 class RunPageServices(Protocol):
     """What the run pages read from the process's services."""
 
+    clock: Clock
     prices: Prices
     run_feeds: RunFeeds
     signals: SignalBus
@@ -143,7 +145,9 @@ async def cancel_run(
 ) -> Response:
     """Back to the page the button was on; a run that had already ended is simply shown as it ended."""
     with contextlib.suppress(Conflict):
-        await service.cancel_run(conn, services.signals, services.prices, viewer.organization_id, run_id)
+        await service.cancel_run(
+            conn, services.signals, services.prices, viewer.organization_id, run_id, now=services.clock.now()
+        )
     target = safe_next(back) if back else f"/runs/{quote(run_id, safe='')}"
     return RedirectResponse(target, status_code=303)
 
@@ -168,7 +172,9 @@ async def decide_approvals(
         for key in tool_call_id
     ]
     with contextlib.suppress(Conflict, BadRequest):
-        await actions.approve_tool_calls(conn, services.signals, viewer.organization_id, run_id, decisions)
+        await actions.approve_tool_calls(
+            conn, services.signals, viewer.organization_id, run_id, decisions, now=services.clock.now()
+        )
     target = safe_next(back) if back else f"/runs/{quote(run_id, safe='')}"
     return RedirectResponse(target, status_code=303)
 

@@ -15,6 +15,7 @@ from threadline.billing.prices import Prices
 from threadline.dashboard.pages.runs import view_context
 from threadline.dashboard.sessions import Viewer
 from threadline.dashboard.web import ViewerDep, render
+from threadline.kit.clock import Clock
 from threadline.kit.db import Conn, Database, stored_isoformat, stored_json
 from threadline.kit.deps import ConnDep, get_services
 from threadline.kit.errors import ApiError, BadRequest, NotFound
@@ -43,6 +44,7 @@ _CURSOR = Annotated[str | None, Query(max_length=200)]
 class ThreadPageServices(Protocol):
     """What the thread pages read from the process's services."""
 
+    clock: Clock
     db: Database
     prices: Prices
     search: SearchBackend
@@ -153,7 +155,11 @@ async def create_thread(
     except ValidationError as invalid:
         return _list(request, viewer, q="", metadata={}, error=_problems(invalid), status_code=400)
     thread = await service.create_thread_committed(
-        services.thread_inserts, viewer.organization_id, title=body.title, metadata={}
+        services.thread_inserts,
+        viewer.organization_id,
+        title=body.title,
+        metadata={},
+        now=services.clock.now(),
     )
     return RedirectResponse(f"/threads/{quote(thread.id, safe='')}", status_code=303)
 
@@ -242,6 +248,7 @@ async def start_run(
             metadata=body.metadata,
             prices=services.prices,
             strategy=body.multitask_strategy,
+            now=services.clock.now(),
         )
     except ValidationError as invalid:
         return await _thread_page(
