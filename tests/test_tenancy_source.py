@@ -37,10 +37,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "runs/actions.py",
         "expire",
     ): "the executor's sweep of waiting runs past their expiresAt, every organization's",
-    ("runs/actions.py", "_write"): (
-        "a waiting run's answer or expiry, written by the run's id after the caller locked it "
-        "(a request through RunRepository)"
-    ),
     ("runs/recorder.py", "RunRecorder._commit"): "the executing run's events, guarded by its lease",
     ("runs/service.py", "claim"): "the next queued run of any organization",
     ("runs/service.py", "end_run"): "the executor's or the reaper's end of a run they hold by id",
@@ -97,3 +93,4 @@ def test_tenant_requests_write_automations_and_lock_runs_in_scope() -> None:
         assert ("automations/service.py", function) not in places
     for function in ("cancel_run", "delete_thread_with_runs"):
         assert ("runs/service.py", function) not in places
+    assert ("runs/actions.py", "_write") not in places  # answers to a waiting run, written in its scope

@@ -215,14 +215,18 @@ async def _resume(
 
 
 async def _write(conn: Conn, signals: SignalBus, run: Run, made: list[Event], **values: Any) -> Run:
-    """A waiting run's change of state with its events, its thread's active run, and their announcement."""
+    """A waiting run's change of state with its events, its thread's active run, and their announcement:
+    written in the run's own organization (the caller locked the run, by the request's scope or by id)."""
+    scoped = RunRepository(conn, run.organization_id)
     await conn.execute(
-        runs.update().where(runs.c.id == run.id).values(event_count=run.event_count + len(made), **values)
+        runs.update()
+        .where(runs.c.id == run.id, runs.c.organization_id == run.organization_id)
+        .values(event_count=run.event_count + len(made), **values)
     )
     await events.EventRepository(conn, run.organization_id).insert(run.id, made)
-    await RunsAcrossOrganizations(conn).refresh_active_run(run.thread_id)
+    await scoped.refresh_active_run(run.thread_id)
     _announce(conn, signals, run, made)
-    written = await RunsAcrossOrganizations(conn).get(run.id)
+    written = await scoped.get(run.id)
     assert written is not None
     return written
 

@@ -168,6 +168,11 @@ class RunRepository:
         bound = {"thread_id": thread_id, "organization_id": self._organization_id}
         return [from_row(row) for row in (await self._conn.execute(_ACTIVE_OF_THREAD, bound)).mappings()]
 
+    async def refresh_active_run(self, thread_id: str) -> None:
+        """``RunsAcrossOrganizations.refresh_active_run``, for a thread of this organization."""
+        bound = {"thread_id": thread_id, "of_organization": self._organization_id}
+        await self._conn.execute(_REFRESH_ACTIVE_RUN_OF_ORGANIZATION, bound)
+
     async def latest_of_thread(self, thread_id: str) -> Run | None:
         query = (
             sa.select(*_COLUMNS)
@@ -209,6 +214,10 @@ _REFRESH_ACTIVE_RUN = (
         .limit(1)
         .scalar_subquery()
     )
+)
+# (An UPDATE reserves its table's column names for its SET clause: the bound organization is named apart.)
+_REFRESH_ACTIVE_RUN_OF_ORGANIZATION = _REFRESH_ACTIVE_RUN.where(
+    threads.c.organization_id == sa.bindparam("of_organization")
 )
 _ADVANCE = (
     runs.update()
