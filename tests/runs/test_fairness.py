@@ -22,6 +22,7 @@ from threadline.app import create_app
 from threadline.config import Settings
 from threadline.kit.clock import utcnow
 from threadline.provisioning import set_run_concurrency
+from threadline.runs.claim import ClaimsAcrossOrganizations
 from threadline.runs.repository import RunsAcrossOrganizations
 from threadline.runs.service import cancel_run
 from threadline.runs.tables import runs
@@ -151,14 +152,14 @@ async def test_concurrent_claims_never_exceed_an_organizations_concurrency(setti
         until = utcnow() + timedelta(seconds=30)
         try:
             async with services.db.transaction() as one:
-                claimed = await RunsAcrossOrganizations(one).claim_next("one", utcnow(), until, 4)
+                claimed = await ClaimsAcrossOrganizations(one).claim_next("one", utcnow(), until, 4)
                 assert claimed is not None and claimed.id == first
                 async with services.db.transaction() as two:
-                    meanwhile = await RunsAcrossOrganizations(two).claim_next("two", utcnow(), until, 4)
+                    meanwhile = await ClaimsAcrossOrganizations(two).claim_next("two", utcnow(), until, 4)
                     assert meanwhile is not None and meanwhile.id == other
-                    assert await RunsAcrossOrganizations(two).claim_next("two", utcnow(), until, 4) is None
+                    assert await ClaimsAcrossOrganizations(two).claim_next("two", utcnow(), until, 4) is None
             async with services.db.transaction() as three:  # after both committed: still one at most
-                assert await RunsAcrossOrganizations(three).claim_next("three", utcnow(), until, 4) is None
+                assert await ClaimsAcrossOrganizations(three).claim_next("three", utcnow(), until, 4) is None
             assert await statuses(client, busy, [first, second]) == ["running", "queued"]
         finally:
             await cancel_all(client, busy, [first, second])

@@ -12,7 +12,7 @@ the run no longer held (the signal was lost) stops it too.
 
 Slots are shared fairly: besides this process's ``max_concurrent_runs``, each organization has at most its
 ``run_concurrency`` runs executing across every process, and the claim prefers the organization with the
-fewest running (``RunsAcrossOrganizations.claim_next``), so one organization's queue never holds every slot;
+fewest running (``runs.claim``), so one organization's queue never holds every slot;
 and a run executing longer than ``run_max_seconds`` fails ``RUN_TIMEOUT``, so no slot is held forever.
 """
 

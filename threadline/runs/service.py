@@ -29,6 +29,7 @@ from threadline.messages.service import append_message
 from threadline.organizations.repository import Organization
 from threadline.runs import events, outbox
 from threadline.runs.artifacts import Artifact, ArtifactRepository
+from threadline.runs.claim import ClaimsAcrossOrganizations
 from threadline.runs.events import RUN_COMPLETED, RUN_EVENTS, Event
 from threadline.runs.repository import (
     DEFAULT_ACTION_TIMEOUT_SECONDS,
@@ -357,7 +358,7 @@ async def claim(
     """The next claimable run (fairly across organizations, each within its run concurrency, whose
     default is ``default_concurrency``), now running and held by ``owner``, with its ``run_started``
     event written; a run continued after waiting for its caller (it has an ``agent_state``) has none."""
-    run = await RunsAcrossOrganizations(conn).claim_next(owner, now, lease_until, default_concurrency)
+    run = await ClaimsAcrossOrganizations(conn).claim_next(owner, now, lease_until, default_concurrency)
     if run is None:
         return None
     if run.agent_state is not None:
