@@ -15,7 +15,7 @@ from tests.conftest import Backend
 from tests.support import Tenant, running_server, running_worker
 from threadline.automations.tables import automations
 from threadline.config import Settings
-from threadline.kit.clock import utcnow
+from threadline.kit.clock import Clock, utcnow
 from threadline.runs.tables import runs
 from threadline.runtime import Services
 
@@ -30,10 +30,13 @@ async def _created(http: httpx.AsyncClient, url: str, tenant: Tenant, body: dict
 
 
 async def test_workers_fire_each_due_schedule_once(
-    backend: Backend, settings: Settings, tenant: Tenant, services: Services
+    backend: Backend, settings: Settings, tenant: Tenant, services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert services.scheduler is not None
+    assert services.scheduler is not None and services.executor is not None
     await services.scheduler.aclose()  # the test's own app stays out: only the workers schedule here
+    # It may still execute the runs, so its leases are dated on the workers' clock, the system's (its
+    # reaper would otherwise find theirs lapsed, and theirs its own, as hosts whose clocks disagree do).
+    monkeypatch.setattr(services.executor, "clock", Clock())
     env = backend.env(settings)
     with running_server(env) as api, running_worker(env), running_worker(env):
         async with httpx.AsyncClient() as http:
