@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 
 from threadline.access.principal import StreamSlot, principal_of
 from threadline.agent.tool_entries import check_entries, entries_json
+from threadline.agents.resolve import resolve
 from threadline.billing.prices import Prices
 from threadline.keys import stream_tokens
 from threadline.kit.clock import Clock
@@ -77,23 +78,38 @@ async def create_run(
     threadId: str, body: RunCreate, request: Request, conn: ConnDep, services: ServicesDep
 ) -> RunOut:
     """Queues a run on the thread (`input`, when given, is appended as a user message first). Stream it
-    with `GET /runs/{runId}/stream`; a thread runs one run at a time (see `multitaskStrategy`)."""
+    with `GET /runs/{runId}/stream`; a thread runs one run at a time (see `multitaskStrategy`). With
+    `agentId`, the agent's fields apply wherever the run gives none (404 for an agent or version the
+    organization cannot see)."""
     organization = principal_of(request).organization
     if body.tools is not None:
         await check_entries(conn, organization.id, body.tools)
+    fields = await resolve(
+        conn,
+        organization.id,
+        agent_id=body.agent_id,
+        agent_version=body.agent_version,
+        model=body.model,
+        instructions=body.instructions,
+        tools=entries_json(body.tools) if body.tools is not None else None,
+        action_timeout_seconds=(
+            body.action_timeout_seconds if "action_timeout_seconds" in body.model_fields_set else None
+        ),
+    )
     run = await service.create_run(
         conn,
         services.signals,
         organization,
         threadId,
-        model=body.model,
-        instructions=body.instructions,
+        model=fields.model,
+        instructions=fields.instructions,
         input=body.input,
         metadata=body.metadata,
         prices=services.prices,
         strategy=body.multitask_strategy,
-        tools=entries_json(body.tools) if body.tools is not None else None,
-        action_timeout_seconds=body.action_timeout_seconds,
+        tools=fields.tools,
+        action_timeout_seconds=fields.action_timeout_seconds,
+        agent=fields.agent,
     )
     return RunOut.of(run)
 

@@ -73,7 +73,9 @@ async def create_run(
     automation_id: str | None = None,
     tools: list[dict[str, Any]] | None = None,
     action_timeout_seconds: int = DEFAULT_ACTION_TIMEOUT_SECONDS,
+    agent: tuple[str, int] | None = None,
 ) -> Run:
+    """``agent``: the agent and version the fields were resolved from (``agents.resolve``), recorded."""
     await _lock_thread(conn, organization.id, thread_id)
     if (
         organization.billing_enforced
@@ -115,6 +117,8 @@ async def create_run(
         created_at=now,
         tools=tools,
         action_timeout_seconds=action_timeout_seconds,
+        agent_id=agent[0] if agent else None,
+        agent_version=agent[1] if agent else None,
     )
     await RunRepository(conn, organization.id).insert(run)
     if input is not None:
