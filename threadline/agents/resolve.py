@@ -1,5 +1,6 @@
 """A run's effective configuration: its own fields where given, else its agent version's, else the
-defaults. The one place that knows how an agent becomes a run, for ``POST …/runs`` and automations alike.
+defaults. The one place that knows how an agent becomes a run; ``runs.service.create_run`` asks it for
+every run (``POST …/runs``, automations, the dashboard).
 """
 
 from __future__ import annotations
@@ -24,13 +25,6 @@ class RunFields:
     action_timeout_seconds: int
     agent_id: str | None = None
     agent_version: int | None = None
-
-    @property
-    def agent(self) -> tuple[str, int] | None:
-        """The agent and version to record on the run; None without one."""
-        if self.agent_id is None or self.agent_version is None:
-            return None
-        return self.agent_id, self.agent_version
 
 
 async def resolve(

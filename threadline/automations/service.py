@@ -279,31 +279,20 @@ async def _start_run(
             "or to null (a new thread per firing).",
             reason=Reason.THREAD_NOT_FOUND,
         )
-    fields = await resolve(
-        conn,
-        organization.id,
-        agent_id=automation.action.get("agentId"),
-        agent_version=automation.action.get("agentVersion"),
-        model=automation.action["model"],
-        instructions=None,
-        tools=None,
-        action_timeout_seconds=None,
-    )
     return await create_run(
         conn,
         signals,
         organization,
         thread_id,
-        model=fields.model,
-        instructions=fields.instructions,
+        model=automation.action["model"],
+        instructions=None,
         input=_input(str(automation.action["prompt"]), record),
         metadata={"trigger": kind},
         prices=prices,
         strategy="enqueue",
         automation_id=automation.id,
-        tools=fields.tools,
-        action_timeout_seconds=fields.action_timeout_seconds,
-        agent=fields.agent,
+        agent_id=automation.action.get("agentId"),
+        agent_version=automation.action.get("agentVersion"),
     )
 
 

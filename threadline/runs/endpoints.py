@@ -10,7 +10,6 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 
 from threadline.access.principal import StreamSlot, principal_of
 from threadline.agent.tool_entries import check_entries, entries_json
-from threadline.agents.resolve import resolve
 from threadline.billing.prices import Prices
 from threadline.keys import stream_tokens
 from threadline.kit.clock import Clock
@@ -84,32 +83,23 @@ async def create_run(
     organization = principal_of(request).organization
     if body.tools is not None:
         await check_entries(conn, organization.id, body.tools)
-    fields = await resolve(
-        conn,
-        organization.id,
-        agent_id=body.agent_id,
-        agent_version=body.agent_version,
-        model=body.model,
-        instructions=body.instructions,
-        tools=entries_json(body.tools) if body.tools is not None else None,
-        action_timeout_seconds=(
-            body.action_timeout_seconds if "action_timeout_seconds" in body.model_fields_set else None
-        ),
-    )
     run = await service.create_run(
         conn,
         services.signals,
         organization,
         threadId,
-        model=fields.model,
-        instructions=fields.instructions,
+        model=body.model,
+        instructions=body.instructions,
         input=body.input,
         metadata=body.metadata,
         prices=services.prices,
         strategy=body.multitask_strategy,
-        tools=fields.tools,
-        action_timeout_seconds=fields.action_timeout_seconds,
-        agent=fields.agent,
+        tools=entries_json(body.tools) if body.tools is not None else None,
+        action_timeout_seconds=(
+            body.action_timeout_seconds if "action_timeout_seconds" in body.model_fields_set else None
+        ),
+        agent_id=body.agent_id,
+        agent_version=body.agent_version,
     )
     return RunOut.of(run)
 

@@ -12,7 +12,6 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 
 from threadline.agents import service as agents
-from threadline.agents.resolve import resolve
 from threadline.billing.prices import Prices
 from threadline.dashboard.pages.runs import view_context
 from threadline.dashboard.sessions import Viewer
@@ -238,30 +237,18 @@ async def start_run_on(
     organization = await OrganizationRepository(conn).get(organization_id)
     if organization is None:
         raise NotFound("The organization was not found.")
-    fields = await resolve(
-        conn,
-        organization.id,
-        agent_id=body.agent_id,
-        agent_version=None,
-        model=None,
-        instructions=None,
-        tools=None,
-        action_timeout_seconds=None,
-    )
     await runs.create_run(
         conn,
         services.signals,
         organization,
         thread_id,
-        model=fields.model,
-        instructions=fields.instructions,
+        model=body.model,
+        instructions=body.instructions,
         input=body.input,
         metadata=body.metadata,
         prices=services.prices,
         strategy=body.multitask_strategy,
-        tools=fields.tools,
-        action_timeout_seconds=fields.action_timeout_seconds,
-        agent=fields.agent,
+        agent_id=body.agent_id,
     )
 
 
