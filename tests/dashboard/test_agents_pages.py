@@ -86,6 +86,8 @@ async def test_start_a_run_with_the_agent(
     runs = (await client.get(f"/v1/threads/{thread}/runs", headers=tenant.secret)).json()["data"]
     assert [(r["agentId"], r["agentVersion"]) for r in runs] == [(agent_id, 2), (agent_id, 1)]
     assert runs[0]["instructions"] == "Second."
+    run_page = (await dashboard.get(f"/runs/{runs[0]['id']}")).text
+    assert f'<a href="/agents/{agent_id}"><code>{agent_id}</code></a> v2' in run_page
     for run in runs:
         await wait_for_status(client, tenant, run["id"], "completed", "failed", "cancelled")
     deleted = await dashboard.post(f"/agents/{agent_id}/delete")
