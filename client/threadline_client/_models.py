@@ -152,6 +152,8 @@ class Run(ThreadlineModel):
     tools: list[dict[str, Any]] | None  # the tool entries as given; None: the built-ins
     action_timeout_seconds: int
     required_action: RequiredAction | None  # set while the run waits (``requires_action``)
+    agent_id: str | None  # the agent the run was made from; None without one
+    agent_version: int | None
 
 
 class RunStreamToken(ThreadlineModel):
@@ -205,6 +207,8 @@ class AutomationAction(ThreadlineModel):
     prompt: str
     thread_id: str | None
     model: str | None
+    agent_id: str | None  # runs use this agent (at agent_version; None: its latest)
+    agent_version: int | None
 
 
 class AutomationError(ThreadlineModel):

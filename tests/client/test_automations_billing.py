@@ -122,6 +122,8 @@ async def test_automations_against_a_server(served: Served) -> None:
             "prompt": "#notools Summarise",
             "threadId": thread.id,
             "model": None,
+            "agentId": None,
+            "agentVersion": None,
         }
         watch = client.automations.create(
             name="Watch",

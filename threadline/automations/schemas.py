@@ -144,10 +144,22 @@ class ActionIn(RequestModel):
     thread_id: ResourceId | None = Field(
         None, description="Run on this thread (queued behind its active run); null: a new thread per firing."
     )
-    model: ModelName | None = Field(None, description="`provider/model`; null: the organization's default.")
+    model: ModelName | None = Field(
+        None, description="`provider/model`; null: the agent's model, else the organization's default."
+    )
+    agent_id: ResourceId | None = Field(None, description="Runs use this agent (`agt_…`); null: none.")
+    agent_version: int | None = Field(
+        None, ge=1, description="The agent's version (needs `agentId`); null: its latest at each firing."
+    )
 
     def stored(self) -> dict[str, Any]:
-        return {"prompt": self.prompt, "threadId": self.thread_id, "model": self.model}
+        return {
+            "prompt": self.prompt,
+            "threadId": self.thread_id,
+            "model": self.model,
+            "agentId": self.agent_id,
+            "agentVersion": self.agent_version,
+        }
 
 
 class AutomationCreate(RequestModel):
@@ -185,6 +197,8 @@ class ActionOut(ResponseModel):
     prompt: str
     thread_id: str | None
     model: str | None
+    agent_id: str | None
+    agent_version: int | None
 
 
 class AutomationError(ResponseModel):
@@ -215,7 +229,8 @@ class AutomationOut(ResponseModel):
                 "name": automation.name,
                 "enabled": automation.enabled,
                 "trigger": automation.trigger,
-                "action": automation.action,
+                # Actions stored before agents existed have no agent: null.
+                "action": {"agentId": None, "agentVersion": None, **automation.action},
                 "lastTriggeredAt": automation.last_triggered_at,
                 "nextRunAt": automation.next_run_at,
                 "lastError": automation.last_error,

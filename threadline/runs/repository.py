@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import sqlalchemy as sa
 
+from threadline.agent import tool_entries
 from threadline.kit.db import Conn
 from threadline.kit.ids import floor_id
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
@@ -24,10 +25,10 @@ Status = Literal["queued", "running", "requires_action", "completed", "failed", 
 ACTIVE: tuple[Status, ...] = ("queued", "running", "requires_action")
 BUSY: tuple[Status, ...] = ("running", "requires_action")
 ENDED: tuple[Status, ...] = ("completed", "failed", "cancelled")
-# How long a run waits for its caller by default, and at most (here, below the service and the schemas that
-# both read them, so the outbox may render a run without an import cycle).
-DEFAULT_ACTION_TIMEOUT_SECONDS = 600
-MAX_ACTION_TIMEOUT_SECONDS = 86_400
+# How long a run waits for its caller by default, and at most (stated with the tool entries, which agents
+# take too; re-exported here, below the service and the schemas that both read them).
+DEFAULT_ACTION_TIMEOUT_SECONDS = tool_entries.DEFAULT_ACTION_TIMEOUT_SECONDS
+MAX_ACTION_TIMEOUT_SECONDS = tool_entries.MAX_ACTION_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,8 @@ class Run:
     required_action: dict[str, Any] | None = None
     action_expires_at: datetime | None = None
     agent_state: str | None = None
+    agent_id: str | None = None
+    agent_version: int | None = None
 
     @property
     def is_active(self) -> bool:
@@ -84,6 +87,8 @@ def from_row(row: sa.RowMapping) -> Run:
         required_action=row["required_action"],
         action_expires_at=row["action_expires_at"],
         agent_state=row["agent_state"],
+        agent_id=row["agent_id"],
+        agent_version=row["agent_version"],
     )
 
 
@@ -110,6 +115,8 @@ class RunRepository:
             "created_at": run.created_at,
             "tools": run.tools,
             "action_timeout_seconds": run.action_timeout_seconds,
+            "agent_id": run.agent_id,
+            "agent_version": run.agent_version,
         }
         await self._conn.execute(_INSERT, row)
 

@@ -41,7 +41,16 @@ class RunCreate(RequestModel):
         DEFAULT_ACTION_TIMEOUT_SECONDS,
         ge=1,
         le=MAX_ACTION_TIMEOUT_SECONDS,
-        description="How long the run waits for tool outputs or approvals before it fails `ACTION_EXPIRED`.",
+        description="How long the run waits for tool outputs or approvals before it fails `ACTION_EXPIRED`; "
+        "default: the agent's, else 600.",
+    )
+    agent_id: Annotated[str, StringConstraints(min_length=1, max_length=40)] | None = Field(
+        None,
+        description="Run this agent (`agt_…`): its `model`, `instructions`, `tools` and "
+        "`actionTimeoutSeconds` apply wherever the run gives none of its own.",
+    )
+    agent_version: int | None = Field(
+        None, ge=1, description="The agent's version to run (needs `agentId`); default: its latest."
     )
 
 
@@ -86,6 +95,8 @@ class RunOut(ResponseModel):
     tools: list[dict[str, Any]] | None = Field(description="The tool entries as given; null: the built-ins.")
     action_timeout_seconds: int
     required_action: RequiredAction | None = Field(description="What the run waits for; null unless waiting.")
+    agent_id: str | None = Field(description="The agent the run was made from; null without one.")
+    agent_version: int | None = Field(description="The version of the agent it ran; null without one.")
 
     @classmethod
     def of(cls, run: Run) -> RunOut:
@@ -110,6 +121,8 @@ class RunOut(ResponseModel):
             required_action=RequiredAction.model_validate(run.required_action)
             if run.status == "requires_action" and run.required_action is not None
             else None,
+            agent_id=run.agent_id,
+            agent_version=run.agent_version,
         )
 
 

@@ -36,6 +36,10 @@ runs = sa.Table(
     sa.Column("required_action", JsonType, nullable=True),
     sa.Column("action_expires_at", UtcDateTime, nullable=True),
     sa.Column("agent_state", sa.Text, nullable=True),
+    # The agent the run was made from and its version (agents.resolve), null without one. No foreign key:
+    # a deleted agent's runs keep naming what they ran.
+    sa.Column("agent_id", sa.String(40), nullable=True),
+    sa.Column("agent_version", sa.Integer, nullable=True),
     sa.CheckConstraint(
         "status IN ('queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled')",
         name="status",

@@ -1,5 +1,6 @@
 """Every domain's tables, imported in one place so migrations and tests see the whole schema."""
 
+from threadline.agents.tables import agent_versions, agents
 from threadline.automations.tables import automation_firings, automations
 from threadline.billing.tables import billing_accounts, billing_transactions
 from threadline.dashboard.tables import dashboard_sessions
@@ -38,6 +39,8 @@ def is_declared(name: str | None, type_: str) -> bool:
 
 
 __all__ = [
+    "agent_versions",
+    "agents",
     "api_keys",
     "artifacts",
     "automation_firings",
