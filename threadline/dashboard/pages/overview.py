@@ -78,25 +78,21 @@ async def overview(request: Request, viewer: ViewerDep, services: ServicesDep) -
             runs = Tally(RUN_STATUSES, *await run_rows.count_by_status(since, COUNT_CAP))
             recent_runs = await run_rows.newest(RECENT)
             balance = await billing.get_balance(conn, organization_id)
-            hourly = await RunActivity(conn, organization_id).by_bucket(hours, COUNT_CAP)
+            hourly = await RunActivity(conn, organization_id).by_bucket(hours)
         return threads, runs, recent_runs, balance, hourly
 
     logs, errors, ((threads, threads_capped), runs, recent_runs, balance, hourly) = await asyncio.gather(
         tally_logs(), recent_errors(), the_rest()
     )
-    note = None
-    if hourly.capped:
-        note = f"Counted over the newest {COUNT_CAP:,} runs of these hours: there are more."
     charts = [
-        stacked("runs-chart", "Runs by status, per hour", hours, RUN_STATUSES, hourly.runs, "runs", note),
+        stacked("runs-chart", "Runs by status, per hour", hours, RUN_STATUSES, hourly.runs, "runs"),
         stacked(
             "tokens-chart",
-            "Tokens per hour (input and output, by the hour the run started)",
+            "Tokens per hour (input and output, by the hour the run was created)",
             hours,
             ("tokens",),
             {(i, "tokens"): n for i, n in hourly.tokens.items()},
             "tokens",
-            note,
         ),
     ]
     return render(
