@@ -124,6 +124,7 @@ def serve_ours(
 
 def export_tree(ref: str, into: Path) -> Path:
     """Our code as of ``ref``, as files (``git archive``), without touching any work tree."""
+    into.mkdir()
     archive = subprocess.run(
         ["git", "archive", ref], capture_output=True, check=True, cwd=Path(__file__).parent
     )
