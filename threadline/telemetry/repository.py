@@ -123,21 +123,6 @@ class LogRepository:
             return records, encode_cursor(records[-1].id)
         return records, None if boundary is None else encode_cursor(boundary)
 
-    async def count_by_level(self, since: datetime, cap: int = SCAN_WINDOW) -> tuple[dict[str, int], bool]:
-        """Records received since ``since`` by level, over the newest ``cap`` of them at most (a range of
-        the primary key, never a full scan); the flag says the cap was reached (there may be more)."""
-        newest = (
-            sa.select(t.level)
-            .where(*LogFilters(since=since).key_conditions(self._organization_id))
-            .order_by(t.id.desc())
-            .limit(cap)
-            .subquery()
-        )
-        query = sa.select(newest.c.level.label("key"), sa.func.count().label("n")).group_by(newest.c.level)
-        rows = (await self._conn.execute(query)).mappings()
-        counts = {str(row["key"]): int(row["n"]) for row in rows}
-        return counts, sum(counts.values()) >= cap
-
     async def volume_by_level(
         self, filters: LogFilters, buckets: TimeBuckets, cap: int = SCAN_WINDOW
     ) -> tuple[dict[tuple[int, str], int], datetime | None]:
