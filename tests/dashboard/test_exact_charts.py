@@ -16,9 +16,9 @@ from tests.dashboard.support import Dashboard
 from tests.dashboard.test_charts import chart_rows
 from tests.support import Tenant
 from threadline.dashboard.pages import logs
+from threadline.kit.hours import hour_of
 from threadline.kit.ids import id_at
 from threadline.runtime import Services
-from threadline.telemetry.log_store import hour_of
 from threadline.telemetry.tables import log_counts, log_records
 
 START = datetime(2026, 1, 3, tzinfo=UTC)

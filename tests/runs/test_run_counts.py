@@ -9,9 +9,9 @@ import sqlalchemy as sa
 
 from tests.runs.helpers import SLOW, start_run, wait_for_status
 from tests.support import Tenant, make_thread
+from threadline.kit.hours import hour_of
 from threadline.runs.tables import run_counts, runs
 from threadline.runtime import Services
-from threadline.telemetry.log_store import hour_of
 
 Counts = dict[tuple[int, str], tuple[int, int]]
 

@@ -11,9 +11,9 @@ import pytest
 import sqlalchemy as sa
 
 from tests.support import Tenant
+from threadline.kit.hours import hour_of
 from threadline.runtime import Services
 from threadline.telemetry import repository
-from threadline.telemetry.log_store import hour_of
 from threadline.telemetry.repository import LogRepository
 from threadline.telemetry.tables import log_counts, log_records
 

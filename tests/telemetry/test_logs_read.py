@@ -20,11 +20,11 @@ from tests.support import Tenant, assert_error, listed
 from threadline.config import normalize_database_url
 from threadline.kit.clock import isoformat
 from threadline.kit.db import Database
+from threadline.kit.hours import hour_of
 from threadline.provisioning import create_organization
 from threadline.runtime import Services
 from threadline.storage.migrate import upgrade
 from threadline.telemetry import housekeeping, partitions, repository, tail
-from threadline.telemetry.log_store import hour_of
 from threadline.telemetry.partitions import PartitionedRetention
 from threadline.telemetry.tables import log_counts, log_records
 

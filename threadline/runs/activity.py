@@ -5,15 +5,14 @@ and the tokens they used, per time bucket (``kit.timebuckets``) of whole hours, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
 import sqlalchemy as sa
 
 from threadline.kit.db import Conn
+from threadline.kit.hours import HOUR, hour_of
 from threadline.kit.timebuckets import TimeBuckets
 from threadline.runs.tables import run_counts
 
-_HOUR = timedelta(hours=1)
 c = run_counts.c
 
 
@@ -34,10 +33,10 @@ class RunActivity:
     async def by_bucket(self, buckets: TimeBuckets) -> Activity:
         """One row per hour and status (a range of the counts' primary key). The buckets must be whole
         hours (the counts are hourly): a ValueError otherwise."""
-        if buckets.step % _HOUR or buckets.start.minute or buckets.start.second or buckets.start.microsecond:
+        if buckets.step % HOUR or buckets.start.minute or buckets.start.second or buckets.start.microsecond:
             raise ValueError("run activity is counted by whole hours")
-        first = _hour(buckets)
-        step = buckets.step // _HOUR
+        first = hour_of(buckets.start)
+        step = buckets.step // HOUR
         query = (
             sa.select(c.hour, c.status, sa.func.sum(c.runs).label("n"), sa.func.sum(c.tokens).label("tokens"))
             .where(
@@ -57,7 +56,3 @@ class RunActivity:
             if int(row["tokens"] or 0):
                 tokens[bucket] = tokens.get(bucket, 0) + int(row["tokens"])
         return Activity(counted, tokens)
-
-
-def _hour(buckets: TimeBuckets) -> int:
-    return int(buckets.start.timestamp()) // 3600

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from threadline.kit import sqlite
+from threadline.kit.hours import hour_of
 from threadline.kit.ids import id_time_ms, ids_after
 
 ID_PREFIX = "log"
@@ -107,11 +108,6 @@ def next_ids(last_id: str | None, count: int) -> tuple[list[str], datetime]:
     """``count`` ids after ``last_id``, and the moment they were made (every row's ``received_at``)."""
     ids = ids_after(ID_PREFIX, last_id, count)
     return ids, datetime.fromtimestamp(id_time_ms(ID_PREFIX, ids[0]) / 1000, UTC)
-
-
-def hour_of(moment: datetime) -> int:
-    """The hour ``log_counts`` (and ``run_counts``) count ``moment`` in: whole hours since the epoch."""
-    return int(moment.timestamp()) // 3600
 
 
 def tally(keys: Iterable[tuple[Any, ...]], moment: datetime) -> list[tuple[Any, ...]]:

@@ -12,8 +12,8 @@ from datetime import UTC, date, datetime, time, timedelta
 import sqlalchemy as sa
 
 from threadline.kit.db import Conn, Database
+from threadline.kit.hours import hour_of
 from threadline.telemetry.housekeeping import DeletingRetention, Report
-from threadline.telemetry.log_store import hour_of
 from threadline.telemetry.tables import log_counts
 
 log = logging.getLogger(__name__)

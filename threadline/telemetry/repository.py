@@ -18,11 +18,12 @@ from datetime import UTC, datetime, timedelta
 import sqlalchemy as sa
 
 from threadline.kit.db import Conn
+from threadline.kit.hours import hour_of
 from threadline.kit.ids import floor_id, id_time_ms
 from threadline.kit.pagination import CursorParams, encode_cursor
 from threadline.kit.timebuckets import TimeBuckets
 from threadline.search.query import Phrase, Query
-from threadline.telemetry.log_store import ID_PREFIX, hour_of
+from threadline.telemetry.log_store import ID_PREFIX
 from threadline.telemetry.schemas import Kind, Level, LogRecordOut, levels_at_or_above
 from threadline.telemetry.tables import log_counts, log_records
 

@@ -11,19 +11,17 @@ says how far back that reached, as before the counts existed.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 import sqlalchemy as sa
 
 from threadline.kit.db import Conn
+from threadline.kit.hours import HOUR, hour_of, start_of
 from threadline.kit.timebuckets import TimeBuckets
-from threadline.telemetry.log_store import hour_of
 from threadline.telemetry.repository import LogFilters, LogRepository
 from threadline.telemetry.schemas import levels_at_or_above
 from threadline.telemetry.tables import log_counts
 
-HOUR = timedelta(hours=1)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 c = log_counts.c
 
 
@@ -39,7 +37,7 @@ class Volume:
 
 
 def floor_hour(moment: datetime) -> datetime:
-    return _EPOCH + HOUR * hour_of(moment)
+    return start_of(hour_of(moment))
 
 
 def ceil_hour(moment: datetime) -> datetime:
