@@ -1,6 +1,6 @@
 """The hourly run counts (``run_counts``, kept by triggers) equal a full count of the runs by hour of
-creation and status, with their tokens, through creation, execution, cancellation and a thread's deletion
-(its runs go by cascade), and per organization."""
+creation and status, with the tokens of those that ended, through creation, execution, cancellation and a
+thread's deletion (its runs go by cascade), and per organization."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from threadline.runs.tables import run_counts, runs
 from threadline.runtime import Services
 
 Counts = dict[tuple[int, str], tuple[int, int]]
+ENDED = ("completed", "failed", "cancelled")
 
 
 async def full_count(services: Services, organization_id: str) -> Counts:
@@ -26,7 +27,8 @@ async def full_count(services: Services, organization_id: str) -> Counts:
         for row in (await conn.execute(query)).all():
             key = (hour_of(row.created_at), row.status)
             n, tokens = counted.get(key, (0, 0))
-            counted[key] = (n + 1, tokens + row.input_tokens + row.output_tokens)
+            used = row.input_tokens + row.output_tokens if row.status in ENDED else 0
+            counted[key] = (n + 1, tokens + used)
     return counted
 
 

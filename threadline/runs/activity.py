@@ -18,8 +18,8 @@ c = run_counts.c
 
 @dataclass(frozen=True, slots=True)
 class Activity:
-    """``runs``: (bucket, status) -> runs created in the bucket; ``tokens``: bucket -> their tokens, input
-    and output."""
+    """``runs``: (bucket, status) -> runs created in the bucket; ``tokens``: bucket -> the tokens, input
+    and output, of those that have ended (a running run's count once it ends)."""
 
     runs: dict[tuple[int, str], int]
     tokens: dict[int, int]

@@ -91,10 +91,11 @@ run_outbox = sa.Table(
     sa.Column("created_at", UtcDateTime, nullable=False),
 )
 
-# Runs per hour of creation (hours since the epoch, UTC) and status, with their tokens (input and output):
-# what the overview's charts read instead of the runs. Kept by triggers on ``runs`` (migration 0020) in
-# the transaction of every insert, status or usage change and deletion, cascades included, so no code
-# path that writes a run can forget them.
+# Runs per hour of creation (hours since the epoch, UTC) and status, with the tokens (input and output) of
+# those that ended: what the overview's charts read instead of the runs. Kept by triggers on ``runs``
+# (migration 0020) in the transaction of every insert, status change and deletion, cascades included, so
+# no code path that writes a run can forget them; a running run's usage, recorded with each model response,
+# touches no count (that would lock its hour's row in every one of those commits).
 run_counts = sa.Table(
     "run_counts",
     metadata,

@@ -2,7 +2,8 @@
 level, kind) and runs per (organization, hour of creation, status) with their tokens, counted from what is
 stored (the backfill) and kept from then on where the rows are written: log records by their appenders
 (``telemetry.log_store``, ``telemetry.append_postgres``), runs by the triggers made here (every insert,
-status or usage change and deletion of a run, cascades included, in the same transaction).
+status change and deletion of a run, cascades included, in the same transaction; a run's tokens once it
+has ended).
 
 Revision ID: 0020
 Revises: 0017
@@ -25,17 +26,20 @@ _HOUR = {
     "postgresql": "CAST(floor(extract(epoch FROM {0}) / 3600) AS INTEGER)",
 }
 
+# A run's tokens are counted once it has ended: they change only while it runs (every recorded model
+# response), and counting them then would lock its hour's row in each of those commits, serializing the
+# commits of an organization's concurrent runs on PostgreSQL. Ended, they no longer change.
+_TOKENS = "CASE WHEN {0}.status IN ('completed', 'failed', 'cancelled') THEN {0}.input_tokens + {0}.output_tokens ELSE 0 END"
 _ADD_RUN = (
     "INSERT INTO run_counts (organization_id, hour, status, runs, tokens) "
-    "VALUES (NEW.organization_id, {hour}, NEW.status, 1, NEW.input_tokens + NEW.output_tokens) "
+    "VALUES (NEW.organization_id, {hour}, NEW.status, 1, " + _TOKENS.format("NEW") + ") "
     "ON CONFLICT (organization_id, hour, status) DO UPDATE "
     "SET runs = run_counts.runs + excluded.runs, tokens = run_counts.tokens + excluded.tokens;"
 )
 _REMOVE_RUN = (
-    "UPDATE run_counts SET runs = runs - 1, tokens = tokens - (OLD.input_tokens + OLD.output_tokens) "
+    "UPDATE run_counts SET runs = runs - 1, tokens = tokens - " + _TOKENS.format("OLD") + " "
     "WHERE organization_id = OLD.organization_id AND hour = {hour} AND status = OLD.status;"
 )
-_CHANGED = "OLD.status <> NEW.status OR OLD.input_tokens <> NEW.input_tokens OR OLD.output_tokens <> NEW.output_tokens"
 
 
 def upgrade() -> None:
@@ -89,7 +93,7 @@ def upgrade() -> None:
     )
     op.execute(
         "INSERT INTO run_counts (organization_id, hour, status, runs, tokens) "
-        f"SELECT organization_id, {created}, status, count(*), sum(input_tokens + output_tokens) FROM runs "
+        f"SELECT organization_id, {created}, status, count(*), sum({_TOKENS.format('runs')}) FROM runs "
         f"GROUP BY organization_id, {created}, status"
     )
     old_hour, new_hour = _HOUR[dialect].format("OLD.created_at"), _HOUR[dialect].format("NEW.created_at")
@@ -97,8 +101,8 @@ def upgrade() -> None:
     if dialect == "sqlite":
         op.execute(f"CREATE TRIGGER run_counts_insert AFTER INSERT ON runs BEGIN {add} END")
         op.execute(
-            "CREATE TRIGGER run_counts_update AFTER UPDATE OF status, input_tokens, output_tokens ON runs "
-            f"WHEN {_CHANGED} BEGIN {remove} {add} END"
+            "CREATE TRIGGER run_counts_update AFTER UPDATE OF status ON runs "
+            f"WHEN OLD.status <> NEW.status BEGIN {remove} {add} END"
         )
         op.execute(f"CREATE TRIGGER run_counts_delete AFTER DELETE ON runs BEGIN {remove} END")
         return
@@ -108,12 +112,12 @@ def upgrade() -> None:
         "CREATE FUNCTION run_counts_change() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
         "IF TG_OP = 'INSERT' THEN " + add + " RETURN NULL; END IF; "
         "IF TG_OP = 'DELETE' THEN " + remove + " RETURN NULL; END IF; "
-        "IF NOT (" + _CHANGED + ") THEN RETURN NULL; END IF; "
+        "IF OLD.status = NEW.status THEN RETURN NULL; END IF; "
         "IF NEW.status < OLD.status THEN " + add + " " + remove + " ELSE " + remove + " " + add + " END IF; "
         "RETURN NULL; END $$"
     )
     op.execute(
-        "CREATE TRIGGER run_counts_change AFTER INSERT OR DELETE OR UPDATE OF status, input_tokens, output_tokens "
+        "CREATE TRIGGER run_counts_change AFTER INSERT OR DELETE OR UPDATE OF status "
         "ON runs FOR EACH ROW EXECUTE FUNCTION run_counts_change()"
     )
 
