@@ -4,12 +4,16 @@ thread's deletion (its runs go by cascade), and per organization."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import httpx
 import sqlalchemy as sa
 
 from tests.runs.helpers import SLOW, start_run, wait_for_status
 from tests.support import Tenant, make_thread
+from threadline.kit.clock import utcnow
 from threadline.kit.hours import hour_of
+from threadline.kit.ids import new_id
 from threadline.runs.tables import run_counts, runs
 from threadline.runtime import Services
 
@@ -72,3 +76,36 @@ async def test_counts_follow_runs_through_their_lives(
     assert await kept_count(services, tenant.org_id) == left
     assert await kept_count(services, other_tenant.org_id) == await full_count(services, other_tenant.org_id)
     assert sum(n for n, _ in (await kept_count(services, other_tenant.org_id)).values()) == 1
+
+
+async def test_every_transition_moves_one_count(
+    client: httpx.AsyncClient, services: Services, tenant: Tenant
+) -> None:
+    """Written straight to the table, as any code path might: each status change (both ways between running
+    and requires_action, usage recorded while running) leaves the counts equal to a full count."""
+    thread_id = await make_thread(client, tenant)
+    now = utcnow()
+    # Held by an executor that is not there (a lease far ahead): none of the test app's claims or reaps it.
+    run = {
+        "id": new_id("run"), "organization_id": tenant.org_id, "thread_id": thread_id, "status": "running",
+        "model": "offline", "meta": {}, "created_at": now, "lease_owner": "elsewhere",
+        "lease_expires_at": now + timedelta(hours=1),
+    }  # fmt: skip
+    steps: list[dict[str, object]] = [
+        {"input_tokens": 7},
+        {"status": "requires_action"},
+        {"status": "running"},
+        {"output_tokens": 5},
+        {"status": "completed"},
+    ]
+    async with services.db.transaction() as conn:
+        await conn.execute(sa.insert(runs), [run])
+    assert await kept_count(services, tenant.org_id) == {(hour_of(now), "running"): (1, 0)}
+    for values in steps:
+        async with services.db.transaction() as conn:
+            await conn.execute(sa.update(runs).where(runs.c.id == run["id"]).values(**values))
+        assert await kept_count(services, tenant.org_id) == await full_count(services, tenant.org_id), values
+    assert await kept_count(services, tenant.org_id) == {(hour_of(now), "completed"): (1, 12)}
+    async with services.db.transaction() as conn:
+        await conn.execute(sa.delete(runs).where(runs.c.id == run["id"]))
+    assert await kept_count(services, tenant.org_id) == {}
