@@ -91,7 +91,7 @@ async def overview(request: Request, viewer: ViewerDep, services: ServicesDep) -
         stacked("runs-chart", "Runs by status, per hour", hours, RUN_STATUSES, hourly.runs, "runs"),
         stacked(
             "tokens-chart",
-            "Tokens per hour (input and output of ended runs, by the hour the run was created)",
+            "Tokens per hour (ended runs, by the hour they were created)",
             hours,
             ("tokens",),
             {(i, "tokens"): n for i, n in hourly.tokens.items()},
