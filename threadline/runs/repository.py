@@ -13,7 +13,6 @@ import sqlalchemy as sa
 
 from threadline.agent import tool_entries
 from threadline.kit.db import Conn
-from threadline.kit.ids import floor_id
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
 from threadline.organizations.tables import organizations
 from threadline.runs.tables import runs
@@ -143,24 +142,6 @@ class RunRepository:
             .limit(limit)
         )
         return [from_row(row) for row in (await self._conn.execute(query)).mappings()]
-
-    async def count_by_status(self, since: datetime, cap: int) -> tuple[dict[str, int], bool]:
-        """Runs created since ``since`` by status, over the newest ``cap`` of them at most (a range of the
-        (organization, id) index: ids are time-ordered); the flag says the cap was reached."""
-        newest = (
-            sa.select(runs.c.status)
-            .where(
-                runs.c.organization_id == self._organization_id,
-                runs.c.id >= floor_id("run", int(since.timestamp() * 1000)),
-            )
-            .order_by(runs.c.id.desc())
-            .limit(cap)
-            .subquery()
-        )
-        query = sa.select(newest.c.status.label("key"), sa.func.count().label("n")).group_by(newest.c.status)
-        rows = (await self._conn.execute(query)).mappings()
-        counts = {str(row["key"]): int(row["n"]) for row in rows}
-        return counts, sum(counts.values()) >= cap
 
     async def page_of_automation(
         self, automation_id: str, params: CursorParams

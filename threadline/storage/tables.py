@@ -11,8 +11,8 @@ from threadline.mcp_servers.tables import mcp_servers
 from threadline.messages.tables import messages
 from threadline.organizations.tables import organizations
 from threadline.projects.tables import projects
-from threadline.runs.tables import artifacts, run_events, run_outbox, runs
-from threadline.telemetry.tables import log_records, log_sequence
+from threadline.runs.tables import artifacts, run_counts, run_events, run_outbox, runs
+from threadline.telemetry.tables import log_counts, log_records, log_sequence
 from threadline.threads.tables import threads
 from threadline.users.tables import users
 from threadline.webhooks.tables import webhook_deliveries, webhook_endpoints, webhook_events
@@ -50,6 +50,7 @@ __all__ = [
     "dashboard_sessions",
     "idempotency_keys",
     "is_declared",
+    "log_counts",
     "log_records",
     "log_sequence",
     "mcp_servers",
@@ -57,6 +58,7 @@ __all__ = [
     "metadata",
     "organizations",
     "projects",
+    "run_counts",
     "run_events",
     "run_outbox",
     "runs",
