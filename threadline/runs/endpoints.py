@@ -9,6 +9,7 @@ from typing import Annotated, Any, Protocol
 from fastapi import APIRouter, Depends, Header, Query, Request
 
 from threadline.access.principal import StreamSlot, principal_of
+from threadline.agent.response_format import format_json
 from threadline.agent.tool_entries import check_entries, entries_json
 from threadline.billing.prices import Prices
 from threadline.keys import stream_tokens
@@ -94,6 +95,7 @@ async def create_run(
         strategy=body.multitask_strategy,
         tools=entries_json(body.tools) if body.tools is not None else None,
         action_timeout_seconds=body.action_timeout_seconds,
+        response_format=format_json(body.response_format),
     )
     return RunOut.of(run)
 

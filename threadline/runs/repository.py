@@ -54,6 +54,7 @@ class Run:
     required_action: dict[str, Any] | None = None
     action_expires_at: datetime | None = None
     agent_state: str | None = None
+    response_format: dict[str, Any] | None = None
 
     @property
     def is_active(self) -> bool:
@@ -84,6 +85,7 @@ def from_row(row: sa.RowMapping) -> Run:
         required_action=row["required_action"],
         action_expires_at=row["action_expires_at"],
         agent_state=row["agent_state"],
+        response_format=row["response_format"],
     )
 
 
@@ -110,6 +112,7 @@ class RunRepository:
             "created_at": run.created_at,
             "tools": run.tools,
             "action_timeout_seconds": run.action_timeout_seconds,
+            "response_format": run.response_format,
         }
         await self._conn.execute(_INSERT, row)
 

@@ -73,6 +73,7 @@ async def create_run(
     automation_id: str | None = None,
     tools: list[dict[str, Any]] | None = None,
     action_timeout_seconds: int = DEFAULT_ACTION_TIMEOUT_SECONDS,
+    response_format: dict[str, Any] | None = None,
 ) -> Run:
     await _lock_thread(conn, organization.id, thread_id)
     if (
@@ -115,6 +116,7 @@ async def create_run(
         created_at=now,
         tools=tools,
         action_timeout_seconds=action_timeout_seconds,
+        response_format=response_format,
     )
     await RunRepository(conn, organization.id).insert(run)
     if input is not None:

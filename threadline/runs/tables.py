@@ -36,6 +36,8 @@ runs = sa.Table(
     sa.Column("required_action", JsonType, nullable=True),
     sa.Column("action_expires_at", UtcDateTime, nullable=True),
     sa.Column("agent_state", sa.Text, nullable=True),
+    # The ``responseFormat`` the answer must follow (agent.response_format); NULL: text.
+    sa.Column("response_format", JsonType, nullable=True),
     sa.CheckConstraint(
         "status IN ('queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled')",
         name="status",

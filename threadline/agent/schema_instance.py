@@ -1,0 +1,432 @@
+"""A JSON document valid against a JSON Schema, built from the schema alone: what ``offline/scripted``
+answers with a ``json_schema`` responseFormat, so users build against structured answers with no provider.
+
+Deterministic (the same schema and request give the same document, byte for byte) and best effort: it
+knows ``type``, ``enum``, ``const``, ``properties`` with ``required`` (every listed property is filled in,
+optional ones too, so the document shows the whole shape), ``additionalProperties``, ``minProperties``,
+arrays (``items``, ``prefixItems``, ``minItems``/``maxItems``, ``uniqueItems``, ``contains``), nested objects,
+local ``$ref``, ``allOf`` (merged), ``anyOf``/``oneOf`` (the first option whose document the whole schema
+accepts), numbers within ``minimum``/``maximum`` (exclusive too) and ``multipleOf``, strings within
+``minLength``/``maxLength``, a ``pattern`` made of literals, classes, groups, alternatives and repeats, and
+the formats ``date-time``, ``date``, ``time``, ``email``, ``uri``, ``uuid``, ``hostname``, ``ipv4``, ``ipv6``.
+Free-form strings quote the request (``text``), or say ``example``.
+
+What it cannot satisfy (``not``, ``if``/``then``, a contradiction, a pattern with look-arounds) it does not
+guess around: the document it makes is checked like any model's answer, and fails the run ``OUTPUT_INVALID``
+with the reason, as a real model's would.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from fractions import Fraction
+from typing import Any
+
+from jsonschema import validators
+
+from threadline.agent.response_format import FORMATS
+
+Schema = Mapping[str, Any] | bool
+
+_MAX_DEPTH = 24  # a recursive $ref stops here (with null): past it, only what is required is filled in
+_OPTIONAL_DEPTH = 4  # optional properties and array items are filled in above this depth only
+_FREE_TEXT_CHARS = 200
+_FORMATS: dict[str, str] = {
+    "date-time": "2026-01-01T00:00:00Z",
+    "date": "2026-01-01",
+    "time": "00:00:00Z",
+    "email": "user@example.com",
+    "idn-email": "user@example.com",
+    "uri": "https://example.com/",
+    "iri": "https://example.com/",
+    "uri-reference": "https://example.com/",
+    "uuid": "00000000-0000-4000-8000-000000000000",
+    "hostname": "example.com",
+    "idn-hostname": "example.com",
+    "ipv4": "192.0.2.1",
+    "ipv6": "2001:db8::1",
+}
+_KEYWORD_TYPES = (
+    ("object", ("properties", "required", "additionalProperties", "minProperties", "patternProperties")),
+    ("array", ("items", "prefixItems", "minItems", "maxItems", "contains", "uniqueItems")),
+    ("string", ("minLength", "maxLength", "pattern", "format")),
+    ("number", ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")),
+)
+
+
+def instance_of(schema: Schema, text: str = "") -> Any:
+    """A document for ``schema`` (valid unless the schema asks for more than this module knows)."""
+    return _Builder(schema, text).build(schema, 0, 0)
+
+
+class _Builder:
+    def __init__(self, root: Schema, text: str) -> None:
+        self._root = root
+        self._free = " ".join(text.split())[:_FREE_TEXT_CHARS] or "example"
+        self._checker = validators.validator_for(root if isinstance(root, Mapping) else {})
+
+    def accepts(self, schema: Schema, value: Any) -> bool:
+        """Whether ``schema`` (resolved against the root document) accepts ``value``."""
+        if isinstance(schema, bool):
+            return schema
+        with_root = {**schema}
+        if isinstance(self._root, Mapping):
+            for key in ("$defs", "definitions"):
+                if key in self._root and key not in with_root:
+                    with_root[key] = self._root[key]
+        try:
+            return bool(self._checker(with_root, format_checker=FORMATS).is_valid(value))
+        except Exception:  # an unresolvable reference: the answer's check will say so
+            return False
+
+    def build(self, schema: Schema, depth: int, variant: int) -> Any:
+        if isinstance(schema, bool) or depth > _MAX_DEPTH:
+            return None
+        schema = self._flatten(schema, depth)
+        if "const" in schema:
+            return schema["const"]
+        if schema.get("enum"):
+            return self._choose(schema, schema["enum"], variant)
+        for key in ("anyOf", "oneOf"):
+            if schema.get(key):
+                rest = {k: v for k, v in schema.items() if k != key}
+                tried = [
+                    self.build(_merge(rest, option), depth + 1, variant)
+                    for option in schema[key]
+                    if isinstance(option, Mapping)
+                ]
+                return next(
+                    (value for value in tried if self.accepts(schema, value)), tried[0] if tried else None
+                )
+        kind = _kind(schema)
+        if kind == "object":
+            return self._object(schema, depth, variant)
+        if kind == "array":
+            return self._array(schema, depth, variant)
+        if kind == "string":
+            return self._string(schema, variant)
+        if kind in ("integer", "number"):
+            return _number(schema, kind == "integer", variant)
+        if kind == "boolean":
+            return variant % 2 == 1
+        return None
+
+    def _flatten(self, schema: Mapping[str, Any], depth: int) -> Mapping[str, Any]:
+        """The schema with its local ``$ref`` and ``allOf`` folded in, so one pass sees every constraint."""
+        for _ in range(_MAX_DEPTH):
+            ref = schema.get("$ref")
+            if isinstance(ref, str):
+                target = _resolve(self._root, ref)
+                schema = _merge({k: v for k, v in schema.items() if k != "$ref"}, target)
+                continue
+            parts = schema.get("allOf")
+            if isinstance(parts, list):
+                merged: Mapping[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+                for part in parts:
+                    merged = _merge(merged, part if isinstance(part, Mapping) else {})
+                schema = merged
+                continue
+            break
+        return schema
+
+    def _choose(self, schema: Mapping[str, Any], values: list[Any], variant: int) -> Any:
+        """The first value of ``values`` (counting from ``variant``) the schema accepts."""
+        ordered = values[variant % len(values) :] + values[: variant % len(values)]
+        return next((value for value in ordered if self.accepts(schema, value)), ordered[0])
+
+    def _object(self, schema: Mapping[str, Any], depth: int, variant: int) -> dict[str, Any]:
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        required = [name for name in schema.get("required") or () if isinstance(name, str)]
+        extra = schema.get("additionalProperties", True)
+        names = list(dict.fromkeys(required))
+        limit = schema.get("maxProperties")
+        if depth < _OPTIONAL_DEPTH:
+            for name in properties:
+                if limit is not None and len(names) >= limit:
+                    break
+                names = list(dict.fromkeys([*names, name]))
+        for name, needed in (schema.get("dependentRequired") or {}).items():
+            if name in names:
+                names += [n for n in needed if n not in names]
+        document = {}
+        for name in names:
+            sub = properties.get(name, extra if isinstance(extra, Mapping) else True)
+            document[name] = self.build(sub, depth + 1, variant)
+        index = 1
+        while len(document) < (schema.get("minProperties") or 0) and extra is not False:
+            while f"property{index}" in document:
+                index += 1
+            document[f"property{index}"] = self.build(extra, depth + 1, variant)
+        return document
+
+    def _array(self, schema: Mapping[str, Any], depth: int, variant: int) -> list[Any]:
+        prefix = schema.get("prefixItems")
+        items = schema.get("items", True)
+        if isinstance(items, list):  # drafts before 2020-12 spell prefixItems this way
+            prefix, items = items, schema.get("additionalItems", True)
+        prefix = prefix if isinstance(prefix, list) else []
+        low = schema.get("minItems") or 0
+        high = schema.get("maxItems")
+        wanted = max(low, len(prefix) if depth < _OPTIONAL_DEPTH else 0, 1 if depth < _OPTIONAL_DEPTH else 0)
+        count = min(wanted, high) if high is not None else wanted
+        if items is False:
+            count = min(count, len(prefix))
+        contains = schema.get("contains")
+        needed = (schema.get("minContains", 1) if contains is not None else 0) or 0
+        document = []
+        for index in range(count):
+            sub: Schema = prefix[index] if index < len(prefix) else items
+            if index < needed and isinstance(contains, Mapping):
+                sub = _merge(sub if isinstance(sub, Mapping) else {}, contains)
+            # Items differ by their position, so ``uniqueItems`` holds wherever the item schema allows.
+            document.append(
+                self.build(sub, depth + 1, variant + index if schema.get("uniqueItems") else variant)
+            )
+        return document
+
+    def _string(self, schema: Mapping[str, Any], variant: int) -> str:
+        low = schema.get("minLength") or 0
+        high = schema.get("maxLength")
+        accepts: Callable[[str], bool] = lambda value: self.accepts(schema, value)  # noqa: E731
+        known = _FORMATS.get(schema.get("format", ""))
+        if known is not None:
+            return _vary(known, variant, schema.get("format", ""))
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str):
+            candidates = list(_matches(pattern, low, variant))
+            return next(
+                (value for value in candidates if accepts(value)), candidates[0] if candidates else ""
+            )
+        base = self._free if variant == 0 else f"{self._free} {variant + 1}"
+        if high is not None and len(base) > high:
+            base = (
+                base[:high]
+                if variant == 0
+                else f"{base[: max(high - len(str(variant + 1)), 0)]}{variant + 1}"
+            )
+            base = base[:high]
+        while len(base) < low:
+            base += "x" * (low - len(base))
+        return base
+
+
+def _kind(schema: Mapping[str, Any]) -> str | None:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        options = [k for k in kind if k != "null"] or kind
+        return str(options[0]) if options else None
+    if isinstance(kind, str):
+        return kind
+    for name, keywords in _KEYWORD_TYPES:
+        if any(k in schema for k in keywords):
+            return name
+    return None
+
+
+def _merge(first: Schema, second: Schema) -> Mapping[str, Any]:
+    """Both schemas' constraints in one (as ``allOf`` asks): properties and required united, types crossed,
+    bounds the tighter; a property both define gets both schemas (as ``allOf``)."""
+    a = dict(first) if isinstance(first, Mapping) else {}
+    b = second if isinstance(second, Mapping) else {}
+    for key, value in b.items():
+        if key not in a:
+            a[key] = value
+        elif key == "properties":
+            joined = dict(a[key])
+            for name, sub in value.items():
+                joined[name] = {"allOf": [joined[name], sub]} if name in joined else sub
+            a[key] = joined
+        elif key == "required":
+            a[key] = list(dict.fromkeys([*a[key], *value]))
+        elif key == "type":
+            left = a[key] if isinstance(a[key], list) else [a[key]]
+            right = value if isinstance(value, list) else [value]
+            both = [t for t in left if t in right or (t == "integer" and "number" in right)]
+            both += [t for t in right if t == "integer" and "number" in left and t not in both]
+            a[key] = both or left
+        elif key in ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"):
+            a[key] = max(a[key], value) if _numeric(a[key], value) else value
+        elif key in ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"):
+            a[key] = min(a[key], value) if _numeric(a[key], value) else value
+        elif key in ("allOf", "anyOf", "oneOf"):
+            a["allOf"] = [*a.get("allOf", []), {key: value}] if key != "allOf" else [*a[key], *value]
+        else:
+            a[key] = value
+    return a
+
+
+def _numeric(*values: Any) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+def _resolve(root: Schema, ref: str) -> Schema:
+    """A local reference (``#``, ``#/$defs/x``); anything else resolves to an empty schema (any value)."""
+    if not ref.startswith("#"):
+        return {}
+    node: Any = root
+    for part in filter(None, ref[1:].split("/")):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return {}
+    return node if isinstance(node, Mapping | bool) else {}
+
+
+def _number(schema: Mapping[str, Any], integer: bool, variant: int) -> int | float:
+    """The first allowed value from 0 (or from the lower bound) up, ``variant`` values on."""
+    low = _bound(schema, "minimum", "exclusiveMinimum", lower=True)
+    high = _bound(schema, "maximum", "exclusiveMaximum", lower=False)
+    step = schema.get("multipleOf") if _numeric(schema.get("multipleOf")) else None
+    start = Fraction(0)
+    if low is not None and (start < low[0] or (start == low[0] and low[1])):
+        start = low[0]
+    unit = Fraction(str(step)) if step else Fraction(1)
+    first = math.ceil(start / unit) * unit if step or integer else start
+    skipped = 0
+    for offset in range(64):
+        value = first + offset * unit
+        if low is not None and (value < low[0] or (value == low[0] and low[1])):
+            continue
+        if high is not None and (value > high[0] or (value == high[0] and high[1])):
+            break
+        number = int(value) if integer or (value.denominator == 1 and step is None) else float(value)
+        if not _multiple(number, step):
+            continue
+        if skipped == variant:
+            return number
+        skipped += 1
+    if low is not None and high is not None and not integer and step is None:  # a narrow interval
+        return float((low[0] + high[0]) / 2)
+    return int(first) if integer else float(first)
+
+
+def _bound(
+    schema: Mapping[str, Any], inclusive: str, exclusive: str, *, lower: bool
+) -> tuple[Fraction, bool] | None:
+    """(the tightest bound, whether it is exclusive): draft 6+ numbers and draft 4's boolean flags alike."""
+    found: list[tuple[Fraction, bool]] = []
+    value = schema.get(inclusive)
+    flag = schema.get(exclusive)
+    if _numeric(value):
+        found.append((Fraction(str(value)), flag is True))
+    if _numeric(flag):
+        found.append((Fraction(str(flag)), True))
+    if not found:
+        return None
+    best = max(f[0] for f in found) if lower else min(f[0] for f in found)
+    return best, any(exclusive for bound, exclusive in found if bound == best)
+
+
+def _multiple(number: float, step: Any) -> bool:
+    """``multipleOf`` as the validator checks it (a float division for floats)."""
+    if not _numeric(step) or step <= 0:
+        return True
+    if isinstance(step, float) or isinstance(number, float):
+        quotient = number / step
+        return not math.isinf(quotient) and int(quotient) == quotient
+    return int(number) % int(step) == 0
+
+
+def _vary(value: str, variant: int, format_: str) -> str:
+    """A known format's value, told apart from its siblings in an array of unique items."""
+    if variant == 0:
+        return value
+    if format_ == "uuid":
+        return f"00000000-0000-4000-8000-{variant:012d}"
+    if format_ in ("email", "idn-email"):
+        return f"user{variant}@example.com"
+    if format_ in ("date", "date-time"):
+        return value.replace("2026-01-01", f"2026-01-{min(variant + 1, 28):02d}")
+    if format_ in ("uri", "iri", "uri-reference"):
+        return f"https://example.com/{variant}"
+    return value
+
+
+def _matches(pattern: str, low: int, variant: int) -> Iterator[str]:
+    """Strings the regular expression matches, shortest repeats first then longer ones (to reach
+    ``minLength``); nothing when it is beyond the simple subset."""
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        parsed = _parser.parse(pattern)
+    except (re.error, ImportError, RecursionError):
+        return
+    for extra in (0, 1, 2, 4, 8, 16, max(low, 1)):
+        try:
+            yield _Regex(extra, variant).render(parsed)
+        except _Beyond:
+            return
+
+
+class _Beyond(Exception):
+    """A construct the pattern renderer does not know (look-arounds, back-references)."""
+
+
+class _Regex:
+    def __init__(self, extra: int, variant: int) -> None:
+        self._extra = extra
+        self._variant = variant
+
+    def render(self, items: Any) -> str:
+        from re import _constants as c  # type: ignore[attr-defined]
+
+        out = []
+        for op, arg in items:
+            if op is c.LITERAL:
+                out.append(chr(arg))
+            elif op is c.ANY:
+                out.append("a")
+            elif op is c.IN:
+                out.append(self._in(arg, c))
+            elif op is c.CATEGORY:
+                out.append(self._in([(op, arg)], c))
+            elif op is c.NOT_LITERAL:
+                out.append("a" if arg != ord("a") else "b")
+            elif op is c.BRANCH:
+                branches = arg[1]
+                out.append(self.render(branches[self._variant % len(branches)]))
+            elif op is c.SUBPATTERN:
+                out.append(self.render(arg[-1]))
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
+                lowest, highest, body = arg
+                count = lowest + self._extra if highest is c.MAXREPEAT else min(lowest + self._extra, highest)
+                out.append("".join(self.render(body) for _ in range(count)))
+            elif op is c.AT:
+                continue
+            else:
+                raise _Beyond(str(op))
+        return "".join(out)
+
+    def _in(self, members: Any, c: Any) -> str:
+        negated = any(op is c.NEGATE for op, _arg in members)
+        for ch in ("a", "0", " ", "A", "_", "-", "b", "1", "x", "Z", "9", "."):
+            if _member(ch, members, c) != negated:
+                return ch
+        raise _Beyond("a class with no simple member")
+
+
+def _member(ch: str, members: Any, c: Any) -> bool:
+    code = ord(ch)
+    for op, arg in members:
+        if op is c.LITERAL and arg == code:
+            return True
+        if op is c.RANGE and arg[0] <= code <= arg[1]:
+            return True
+        if op is c.CATEGORY and str(arg) in _CATEGORIES and _CATEGORIES[str(arg)](ch):
+            return True
+    return False
+
+
+_CATEGORIES: dict[str, Callable[[str], bool]] = {
+    "CATEGORY_DIGIT": str.isdigit,
+    "CATEGORY_NOT_DIGIT": lambda ch: not ch.isdigit(),
+    "CATEGORY_SPACE": str.isspace,
+    "CATEGORY_NOT_SPACE": lambda ch: not ch.isspace(),
+    "CATEGORY_WORD": lambda ch: ch.isalnum() or ch == "_",
+    "CATEGORY_NOT_WORD": lambda ch: not (ch.isalnum() or ch == "_"),
+}
