@@ -152,6 +152,9 @@ class Run(ThreadlineModel):
     tools: list[dict[str, Any]] | None  # the tool entries as given; None: the built-ins
     action_timeout_seconds: int
     required_action: RequiredAction | None  # set while the run waits (``requires_action``)
+    # ``{"type": "json_schema", "name", "schema", "strict"}`` or ``{"type": "text"}``; None: text. With a
+    # json_schema, the completed run's answer (its last message) is one JSON document valid against it.
+    response_format: dict[str, Any] | None
 
 
 class RunStreamToken(ThreadlineModel):
@@ -205,6 +208,7 @@ class AutomationAction(ThreadlineModel):
     prompt: str
     thread_id: str | None
     model: str | None
+    response_format: dict[str, Any] | None  # the runs' responseFormat; None: text
 
 
 class AutomationError(ThreadlineModel):

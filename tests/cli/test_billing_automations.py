@@ -180,7 +180,12 @@ async def test_automations_create(served: Served) -> None:
     nightly = json.loads(ok(schedule).stdout)
     assert nightly["id"].startswith("aut_") and nightly["enabled"] is True
     assert nightly["trigger"] == {"type": "schedule", "cron": "0 3 * * *", "timezone": "Europe/Paris"}
-    assert nightly["action"] == {"prompt": "Summarise the day", "threadId": None, "model": None}
+    assert nightly["action"] == {
+        "prompt": "Summarise the day",
+        "threadId": None,
+        "model": None,
+        "responseFormat": None,
+    }
     assert nightly["nextRunAt"] is not None and nightly["lastTriggeredAt"] is None
     timeouts_id = ok(log).stdout.split()[0]
     assert ok(log).stdout == (
@@ -205,7 +210,12 @@ async def test_automations_create(served: Served) -> None:
         "contains": "timeout",
         "cooldownSeconds": 60,
     }
-    assert timeouts["action"] == {"prompt": "Investigate", "threadId": None, "model": "offline/scripted"}
+    assert timeouts["action"] == {
+        "prompt": "Investigate",
+        "threadId": None,
+        "model": "offline/scripted",
+        "responseFormat": None,
+    }
 
 
 async def test_automations_list_show_update_trigger_delete(served: Served) -> None:
@@ -254,7 +264,12 @@ async def test_automations_list_show_update_trigger_delete(served: Served) -> No
     )
     updated = json.loads(ok(retimed).stdout)
     assert updated["trigger"] == {"type": "schedule", "cron": "0 3 * * *", "timezone": "UTC"}
-    assert updated["action"] == {"prompt": "#notools Again", "threadId": None, "model": None}
+    assert updated["action"] == {
+        "prompt": "#notools Again",
+        "threadId": None,
+        "model": None,
+        "responseFormat": None,
+    }
     assert ok(enabled).stdout == (
         f"{timeouts['id']}  enabled   on log >= warn in {tenant.project_id} cooldown 300s  Any timeout\n"
     )

@@ -122,6 +122,7 @@ async def test_automations_against_a_server(served: Served) -> None:
             "prompt": "#notools Summarise",
             "threadId": thread.id,
             "model": None,
+            "responseFormat": None,
         }
         watch = client.automations.create(
             name="Watch",

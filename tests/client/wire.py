@@ -56,6 +56,7 @@ RUN = {
     "endedAt": None,
     "tools": None,
     "actionTimeoutSeconds": 600,
+    "responseFormat": None,
     "requiredAction": None,
 }
 ARTIFACT = {
@@ -75,7 +76,7 @@ AUTOMATION = {
     "name": "Daily",
     "enabled": True,
     "trigger": {"type": "schedule", "cron": "@daily", "timezone": "UTC"},
-    "action": {"prompt": "Summarise", "threadId": "thr_1", "model": None},
+    "action": {"prompt": "Summarise", "threadId": "thr_1", "model": None, "responseFormat": None},
     "lastTriggeredAt": None,
     "nextRunAt": "2026-11-26T00:00:00Z",
     "lastError": None,

@@ -278,31 +278,43 @@ def _resolve(root: Schema, ref: str) -> Schema:
 
 
 def _number(schema: Mapping[str, Any], integer: bool, variant: int) -> int | float:
-    """The first allowed value from 0 (or from the lower bound) up, ``variant`` values on."""
+    """The allowed value nearest 0: 0 and up, or the lower bound and up when it is above 0, or the upper
+    bound and down when it is below 0; ``variant`` values on."""
     low = _bound(schema, "minimum", "exclusiveMinimum", lower=True)
     high = _bound(schema, "maximum", "exclusiveMaximum", lower=False)
     step = schema.get("multipleOf") if _numeric(schema.get("multipleOf")) else None
+    unit = Fraction(str(step)) if step else Fraction(1)
     start = Fraction(0)
+    downward = False
     if low is not None and (start < low[0] or (start == low[0] and low[1])):
         start = low[0]
-    unit = Fraction(str(step)) if step else Fraction(1)
-    first = math.ceil(start / unit) * unit if step or integer else start
-    skipped = 0
-    for offset in range(64):
-        value = first + offset * unit
-        if low is not None and (value < low[0] or (value == low[0] and low[1])):
-            continue
-        if high is not None and (value > high[0] or (value == high[0] and high[1])):
+    elif high is not None and (start > high[0] or (start == high[0] and high[1])):
+        start, downward = high[0], True
+    if step or integer:
+        start = (math.floor(start / unit) if downward else math.ceil(start / unit)) * unit
+    found = []
+    for offset in range(130):
+        value = start - offset * unit if downward else start + offset * unit
+        if _outside(value, low, high):
+            if (value >= high[0]) if downward and high is not None else (low is not None and value <= low[0]):
+                continue  # not in the range yet
             break
         number = int(value) if integer or (value.denominator == 1 and step is None) else float(value)
-        if not _multiple(number, step):
-            continue
-        if skipped == variant:
-            return number
-        skipped += 1
+        if _multiple(number, step):
+            found.append(number)
+            if len(found) > variant:
+                return number
+    if found:
+        return found[-1]
     if low is not None and high is not None and not integer and step is None:  # a narrow interval
         return float((low[0] + high[0]) / 2)
-    return int(first) if integer else float(first)
+    return int(start) if integer else float(start)
+
+
+def _outside(value: Fraction, low: tuple[Fraction, bool] | None, high: tuple[Fraction, bool] | None) -> bool:
+    if low is not None and (value < low[0] or (value == low[0] and low[1])):
+        return True
+    return high is not None and (value > high[0] or (value == high[0] and high[1]))
 
 
 def _bound(

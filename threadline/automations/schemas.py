@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, StrictBool, StringConstraints, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from threadline.agent.response_format import ResponseFormat, format_json
 from threadline.automations.repository import Automation
 from threadline.automations.schedule import MAX_CRON_CHARS, check_cron, check_timezone
 from threadline.kit.schemas import NOT_BLANK, Documented, NullRefused, RequestModel, ResponseModel, Timestamp
@@ -145,9 +146,17 @@ class ActionIn(RequestModel):
         None, description="Run on this thread (queued behind its active run); null: a new thread per firing."
     )
     model: ModelName | None = Field(None, description="`provider/model`; null: the organization's default.")
+    response_format: ResponseFormat | None = Field(
+        None, description="The runs' `responseFormat` (as on `POST …/runs`); null: text."
+    )
 
     def stored(self) -> dict[str, Any]:
-        return {"prompt": self.prompt, "threadId": self.thread_id, "model": self.model}
+        return {
+            "prompt": self.prompt,
+            "threadId": self.thread_id,
+            "model": self.model,
+            "responseFormat": format_json(self.response_format),
+        }
 
 
 class AutomationCreate(RequestModel):
@@ -185,6 +194,7 @@ class ActionOut(ResponseModel):
     prompt: str
     thread_id: str | None
     model: str | None
+    response_format: dict[str, Any] | None = Field(description="As given (defaults filled in); null: text.")
 
 
 class AutomationError(ResponseModel):
@@ -215,7 +225,8 @@ class AutomationOut(ResponseModel):
                 "name": automation.name,
                 "enabled": automation.enabled,
                 "trigger": automation.trigger,
-                "action": automation.action,
+                # Actions stored before responseFormat existed have none: text.
+                "action": {"responseFormat": None, **automation.action},
                 "lastTriggeredAt": automation.last_triggered_at,
                 "nextRunAt": automation.next_run_at,
                 "lastError": automation.last_error,

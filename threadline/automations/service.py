@@ -290,6 +290,7 @@ async def _start_run(
         prices=prices,
         strategy="enqueue",
         automation_id=automation.id,
+        response_format=automation.action.get("responseFormat"),
     )
 
 
