@@ -19,13 +19,13 @@ with the reason, as a real model's would.
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
 from jsonschema import validators
 
+from threadline.agent.pattern_strings import matches
 from threadline.agent.response_format import FORMATS
 
 Schema = Mapping[str, Any] | bool
@@ -84,7 +84,7 @@ class _Builder:
     def build(self, schema: Schema, depth: int, variant: int) -> Any:
         if isinstance(schema, bool) or depth > _MAX_DEPTH:
             return None
-        schema = self._flatten(schema, depth)
+        schema = self._flatten(schema)
         if "const" in schema:
             return schema["const"]
         if schema.get("enum"):
@@ -113,7 +113,7 @@ class _Builder:
             return variant % 2 == 1
         return None
 
-    def _flatten(self, schema: Mapping[str, Any], depth: int) -> Mapping[str, Any]:
+    def _flatten(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
         """The schema with its local ``$ref`` and ``allOf`` folded in, so one pass sees every constraint."""
         for _ in range(_MAX_DEPTH):
             ref = schema.get("$ref")
@@ -189,27 +189,18 @@ class _Builder:
     def _string(self, schema: Mapping[str, Any], variant: int) -> str:
         low = schema.get("minLength") or 0
         high = schema.get("maxLength")
-        accepts: Callable[[str], bool] = lambda value: self.accepts(schema, value)  # noqa: E731
         known = _FORMATS.get(schema.get("format", ""))
         if known is not None:
             return _vary(known, variant, schema.get("format", ""))
         pattern = schema.get("pattern")
         if isinstance(pattern, str):
-            candidates = list(_matches(pattern, low, variant))
-            return next(
-                (value for value in candidates if accepts(value)), candidates[0] if candidates else ""
-            )
-        base = self._free if variant == 0 else f"{self._free} {variant + 1}"
-        if high is not None and len(base) > high:
-            base = (
-                base[:high]
-                if variant == 0
-                else f"{base[: max(high - len(str(variant + 1)), 0)]}{variant + 1}"
-            )
-            base = base[:high]
-        while len(base) < low:
-            base += "x" * (low - len(base))
-        return base
+            candidates = list(matches(pattern, low, variant))
+            valid = (value for value in candidates if self.accepts(schema, value))
+            return next(valid, candidates[0] if candidates else "")
+        suffix = "" if variant == 0 else f" {variant + 1}"  # items of an array that must differ
+        value = self._free[: max(high - len(suffix), 0)] if high is not None else self._free
+        value += suffix
+        return value + "x" * max(low - len(value), 0)
 
 
 def _kind(schema: Mapping[str, Any]) -> str | None:
@@ -357,88 +348,3 @@ def _vary(value: str, variant: int, format_: str) -> str:
     if format_ in ("uri", "iri", "uri-reference"):
         return f"https://example.com/{variant}"
     return value
-
-
-def _matches(pattern: str, low: int, variant: int) -> Iterator[str]:
-    """Strings the regular expression matches, shortest repeats first then longer ones (to reach
-    ``minLength``); nothing when it is beyond the simple subset."""
-    try:
-        from re import _parser  # type: ignore[attr-defined]
-
-        parsed = _parser.parse(pattern)
-    except (re.error, ImportError, RecursionError):
-        return
-    for extra in (0, 1, 2, 4, 8, 16, max(low, 1)):
-        try:
-            yield _Regex(extra, variant).render(parsed)
-        except _Beyond:
-            return
-
-
-class _Beyond(Exception):
-    """A construct the pattern renderer does not know (look-arounds, back-references)."""
-
-
-class _Regex:
-    def __init__(self, extra: int, variant: int) -> None:
-        self._extra = extra
-        self._variant = variant
-
-    def render(self, items: Any) -> str:
-        from re import _constants as c  # type: ignore[attr-defined]
-
-        out = []
-        for op, arg in items:
-            if op is c.LITERAL:
-                out.append(chr(arg))
-            elif op is c.ANY:
-                out.append("a")
-            elif op is c.IN:
-                out.append(self._in(arg, c))
-            elif op is c.CATEGORY:
-                out.append(self._in([(op, arg)], c))
-            elif op is c.NOT_LITERAL:
-                out.append("a" if arg != ord("a") else "b")
-            elif op is c.BRANCH:
-                branches = arg[1]
-                out.append(self.render(branches[self._variant % len(branches)]))
-            elif op is c.SUBPATTERN:
-                out.append(self.render(arg[-1]))
-            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
-                lowest, highest, body = arg
-                count = lowest + self._extra if highest is c.MAXREPEAT else min(lowest + self._extra, highest)
-                out.append("".join(self.render(body) for _ in range(count)))
-            elif op is c.AT:
-                continue
-            else:
-                raise _Beyond(str(op))
-        return "".join(out)
-
-    def _in(self, members: Any, c: Any) -> str:
-        negated = any(op is c.NEGATE for op, _arg in members)
-        for ch in ("a", "0", " ", "A", "_", "-", "b", "1", "x", "Z", "9", "."):
-            if _member(ch, members, c) != negated:
-                return ch
-        raise _Beyond("a class with no simple member")
-
-
-def _member(ch: str, members: Any, c: Any) -> bool:
-    code = ord(ch)
-    for op, arg in members:
-        if op is c.LITERAL and arg == code:
-            return True
-        if op is c.RANGE and arg[0] <= code <= arg[1]:
-            return True
-        if op is c.CATEGORY and str(arg) in _CATEGORIES and _CATEGORIES[str(arg)](ch):
-            return True
-    return False
-
-
-_CATEGORIES: dict[str, Callable[[str], bool]] = {
-    "CATEGORY_DIGIT": str.isdigit,
-    "CATEGORY_NOT_DIGIT": lambda ch: not ch.isdigit(),
-    "CATEGORY_SPACE": str.isspace,
-    "CATEGORY_NOT_SPACE": lambda ch: not ch.isspace(),
-    "CATEGORY_WORD": lambda ch: ch.isalnum() or ch == "_",
-    "CATEGORY_NOT_WORD": lambda ch: not (ch.isalnum() or ch == "_"),
-}
