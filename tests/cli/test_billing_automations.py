@@ -163,6 +163,9 @@ async def test_grant_errors_are_clear(served: Served) -> None:
         assert pagination is not None and pagination.total_pages == 0
 
 
+TRIAGE = {"type": "json_schema", "name": "triage", "schema": {"type": "object"}}
+
+
 async def test_automations_create(served: Served) -> None:
     tenant = await served.organization("Creating automations")
     schedule, log, both, neither, foreign, invalid = together(
@@ -247,7 +250,7 @@ async def test_automations_list_show_update_trigger_delete(served: Served) -> No
     assert json.loads(ok(shown).stdout) == timeouts
     assert ok(shown_text).stdout.splitlines() == [
         f"{nightly['id']}  enabled   cron '0 3 * * *' Europe/Paris  Nightly",
-        "thread (a new one per firing)  model (default)",
+        "thread (a new one per firing)  model (default)  answer text",
         f"last triggered never  next run {nightly['nextRunAt']}",
         "prompt: #notools Summarise the day",
     ]
@@ -257,7 +260,18 @@ async def test_automations_list_show_update_trigger_delete(served: Served) -> No
 
     retimed, enabled, fired, fired_text = together(
         env,
-        ("automations", "update", nightly["id"], "--timezone", "UTC", "--prompt", "#notools Again", "--json"),
+        (
+            "automations",
+            "update",
+            nightly["id"],
+            "--timezone",
+            "UTC",
+            "--prompt",
+            "#notools Again",
+            "--response-format",
+            json.dumps(TRIAGE),
+            "--json",
+        ),
         ("automations", "update", timeouts["id"], "--enable", "--contains", "", "--name", "Any timeout"),
         ("automations", "trigger", nightly["id"], "--json"),
         ("automations", "trigger", timeouts["id"]),
@@ -268,8 +282,10 @@ async def test_automations_list_show_update_trigger_delete(served: Served) -> No
         "prompt": "#notools Again",
         "threadId": None,
         "model": None,
-        "responseFormat": None,
+        "responseFormat": {**TRIAGE, "strict": True},
     }
+    (text,) = together(env, ("automations", "update", nightly["id"], "--response-format", "", "--json"))
+    assert json.loads(ok(text).stdout)["action"]["responseFormat"] is None
     assert ok(enabled).stdout == (
         f"{timeouts['id']}  enabled   on log >= warn in {tenant.project_id} cooldown 300s  Any timeout\n"
     )

@@ -6,14 +6,21 @@ import itertools
 import json
 from collections.abc import Callable, Iterator
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from threadline_client import Threadline
 from threadline_client.types import RunEvent
 
-from threadline.cli.client.common import call, fetch, parse_metadata, with_api_key
+from threadline.cli.client.common import (
+    RESPONSE_FORMAT_HELP,
+    call,
+    fetch,
+    json_option,
+    parse_metadata,
+    response_format_option,
+    with_api_key,
+)
 from threadline.cli.output import emit_json, fail
 
 runs = typer.Typer(no_args_is_help=True, help="Agent runs (through the API).")
@@ -154,34 +161,12 @@ def _follow(run_id: str, events: Callable[[Threadline], Iterator[RunEvent]], jso
     raise typer.Exit(0 if status == "completed" else 1)
 
 
-def _json_option(option: str, text: str) -> Any:
-    """An option's JSON, given inline or as ``@FILE``; exits 2 saying what is wrong."""
-    source = text
-    if text.startswith("@"):
-        try:
-            source = Path(text[1:]).read_text()
-        except OSError as exc:
-            fail(f"{option}: cannot read {text[1:]}: {exc.strerror}", code=2)
-    try:
-        return json.loads(source)
-    except ValueError as exc:
-        fail(f"{option} is not JSON: {exc}", code=2)
-
-
 def _tool_entries(text: str) -> list[dict[str, Any]]:
     """``--tools``: a JSON array of objects. The entries themselves are the API's to check."""
-    entries = _json_option("--tools", text)
+    entries = json_option("--tools", text)
     if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
         fail("--tools takes a JSON array of tool entries (objects)", code=2)
     return entries
-
-
-def _response_format(text: str) -> dict[str, Any]:
-    """``--response-format``: a JSON object (the API checks its schema)."""
-    value = _json_option("--response-format", text)
-    if not isinstance(value, dict):
-        fail('--response-format takes a JSON object: {"type": "json_schema", "name", "schema"}', code=2)
-    return value
 
 
 def create_run(
@@ -213,13 +198,7 @@ def create_run(
     action_timeout: Annotated[
         int | None, typer.Option(help="Seconds the run may wait for its caller (1-86400, default 600).")
     ] = None,
-    response_format: Annotated[
-        str | None,
-        typer.Option(
-            help='The answer\'s format, a JSON object as the API takes it (@FILE reads a file): {"type": '
-            '"json_schema", "name": "triage", "schema": {…}} makes it one JSON document valid against schema.'
-        ),
-    ] = None,
+    response_format: Annotated[str | None, typer.Option(help=RESPONSE_FORMAT_HELP)] = None,
     stream: Annotated[
         bool, typer.Option("--stream", help="Follow the run live until it ends (Ctrl-C stops following).")
     ] = False,
@@ -231,7 +210,7 @@ def create_run(
     completed, 1 when it failed or was cancelled (or on an error)."""
     values = parse_metadata(metadata or [])
     entries = _tool_entries(tools) if tools is not None else None
-    answer_format = _response_format(response_format) if response_format is not None else None
+    answer_format = response_format_option(response_format) if response_format is not None else None
     run = fetch(
         lambda c: c.runs.create(
             thread_id,
