@@ -154,6 +154,9 @@ class Run(ThreadlineModel):
     required_action: RequiredAction | None  # set while the run waits (``requires_action``)
     agent_id: str | None  # the agent the run was made from; None without one
     agent_version: int | None
+    # ``{"type": "json_schema", "name", "schema", "strict"}`` or ``{"type": "text"}``; None: text. With a
+    # json_schema, the completed run's answer (its last message) is one JSON document valid against it.
+    response_format: dict[str, Any] | None
 
 
 class RunStreamToken(ThreadlineModel):
@@ -209,6 +212,7 @@ class AutomationAction(ThreadlineModel):
     model: str | None
     agent_id: str | None  # runs use this agent (at agent_version; None: its latest)
     agent_version: int | None
+    response_format: dict[str, Any] | None  # the runs' responseFormat; None: text
 
 
 class AutomationError(ThreadlineModel):

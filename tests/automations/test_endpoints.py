@@ -30,6 +30,7 @@ class TestCreate:
             "model": None,
             "agentId": None,
             "agentVersion": None,
+            "responseFormat": None,
         }
         # The clock stands at 09:59:30Z.
         assert created["nextRunAt"] == "2026-11-21T10:00:00.000Z"

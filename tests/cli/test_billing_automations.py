@@ -163,6 +163,9 @@ async def test_grant_errors_are_clear(served: Served) -> None:
         assert pagination is not None and pagination.total_pages == 0
 
 
+TRIAGE = {"type": "json_schema", "name": "triage", "schema": {"type": "object"}}
+
+
 async def test_automations_create(served: Served) -> None:
     tenant = await served.organization("Creating automations")
     schedule, log, both, neither, foreign, invalid = together(
@@ -186,6 +189,7 @@ async def test_automations_create(served: Served) -> None:
         "model": None,
         "agentId": None,
         "agentVersion": None,
+        "responseFormat": None,
     }
     assert nightly["nextRunAt"] is not None and nightly["lastTriggeredAt"] is None
     timeouts_id = ok(log).stdout.split()[0]
@@ -217,6 +221,7 @@ async def test_automations_create(served: Served) -> None:
         "model": "offline/scripted",
         "agentId": None,
         "agentVersion": None,
+        "responseFormat": None,
     }
 
 
@@ -249,7 +254,7 @@ async def test_automations_list_show_update_trigger_delete(served: Served) -> No
     assert json.loads(ok(shown).stdout) == timeouts
     assert ok(shown_text).stdout.splitlines() == [
         f"{nightly['id']}  enabled   cron '0 3 * * *' Europe/Paris  Nightly",
-        "thread (a new one per firing)  model (default)",
+        "thread (a new one per firing)  model (default)  answer text",
         f"last triggered never  next run {nightly['nextRunAt']}",
         "prompt: #notools Summarise the day",
     ]
@@ -259,7 +264,18 @@ async def test_automations_list_show_update_trigger_delete(served: Served) -> No
 
     retimed, enabled, fired, fired_text = together(
         env,
-        ("automations", "update", nightly["id"], "--timezone", "UTC", "--prompt", "#notools Again", "--json"),
+        (
+            "automations",
+            "update",
+            nightly["id"],
+            "--timezone",
+            "UTC",
+            "--prompt",
+            "#notools Again",
+            "--response-format",
+            json.dumps(TRIAGE),
+            "--json",
+        ),
         ("automations", "update", timeouts["id"], "--enable", "--contains", "", "--name", "Any timeout"),
         ("automations", "trigger", nightly["id"], "--json"),
         ("automations", "trigger", timeouts["id"]),
@@ -272,7 +288,10 @@ async def test_automations_list_show_update_trigger_delete(served: Served) -> No
         "model": None,
         "agentId": None,
         "agentVersion": None,
+        "responseFormat": {**TRIAGE, "strict": True},
     }
+    (text,) = together(env, ("automations", "update", nightly["id"], "--response-format", "", "--json"))
+    assert json.loads(ok(text).stdout)["action"]["responseFormat"] is None
     assert ok(enabled).stdout == (
         f"{timeouts['id']}  enabled   on log >= warn in {tenant.project_id} cooldown 300s  Any timeout\n"
     )

@@ -124,6 +124,7 @@ async def test_automations_against_a_server(served: Served) -> None:
             "model": None,
             "agentId": None,
             "agentVersion": None,
+            "responseFormat": None,
         }
         watch = client.automations.create(
             name="Watch",

@@ -87,6 +87,7 @@ async def test_a_schedule_is_created_as_the_api_would(
         "model": None,
         "agentId": None,
         "agentVersion": None,
+        "responseFormat": None,
     }
     assert stored["enabled"] is True and stored["nextRunAt"] is not None
     detail = (await dashboard.get(f"/automations/{automation_id}")).text

@@ -23,6 +23,7 @@ class RunFields:
     instructions: str | None
     tools: list[dict[str, Any]] | None
     action_timeout_seconds: int
+    response_format: dict[str, Any] | None = None
     agent_id: str | None = None
     agent_version: int | None = None
 
@@ -37,6 +38,7 @@ async def resolve(
     instructions: str | None,
     tools: list[dict[str, Any]] | None,
     action_timeout_seconds: int | None,
+    response_format: dict[str, Any] | None = None,
 ) -> RunFields:
     """The run's own fields (None: not given) over the agent version's (``agent_version`` None: the
     latest). 404 for an agent or version the organization cannot see; 400 for a version without an agent."""
@@ -46,7 +48,7 @@ async def resolve(
                 "agentVersion needs agentId.", reason=Reason.VALIDATION_FAILED, missing_context=["agentId"]
             )
         timeout = DEFAULT_ACTION_TIMEOUT_SECONDS if action_timeout_seconds is None else action_timeout_seconds
-        return RunFields(model, instructions, tools, timeout)
+        return RunFields(model, instructions, tools, timeout, response_format)
     agent = await get_agent(conn, organization_id, agent_id, agent_version)
     timeout = next(
         (t for t in (action_timeout_seconds, agent.action_timeout_seconds) if t is not None),
@@ -57,6 +59,7 @@ async def resolve(
         instructions=instructions if instructions is not None else agent.instructions,
         tools=tools if tools is not None else agent.tools,
         action_timeout_seconds=timeout,
+        response_format=response_format if response_format is not None else agent.response_format,
         agent_id=agent.id,
         agent_version=agent.version,
     )

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, StrictBool, StringConstraints, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from threadline.agent.response_format import ResponseFormat, format_json
 from threadline.automations.repository import Automation
 from threadline.automations.schedule import MAX_CRON_CHARS, check_cron, check_timezone
 from threadline.kit.schemas import NOT_BLANK, Documented, NullRefused, RequestModel, ResponseModel, Timestamp
@@ -147,6 +148,9 @@ class ActionIn(RequestModel):
     model: ModelName | None = Field(
         None, description="`provider/model`; null: the agent's model, else the organization's default."
     )
+    response_format: ResponseFormat | None = Field(
+        None, description="The runs' `responseFormat` (as on `POST …/runs`); null: the agent's, else text."
+    )
     agent_id: ResourceId | None = Field(None, description="Runs use this agent (`agt_…`); null: none.")
     agent_version: int | None = Field(
         None, ge=1, description="The agent's version (needs `agentId`); null: its latest at each firing."
@@ -159,6 +163,7 @@ class ActionIn(RequestModel):
             "model": self.model,
             "agentId": self.agent_id,
             "agentVersion": self.agent_version,
+            "responseFormat": format_json(self.response_format),
         }
 
 
@@ -199,6 +204,7 @@ class ActionOut(ResponseModel):
     model: str | None
     agent_id: str | None
     agent_version: int | None
+    response_format: dict[str, Any] | None = Field(description="As given (defaults filled in); null: text.")
 
 
 class AutomationError(ResponseModel):
@@ -229,8 +235,13 @@ class AutomationOut(ResponseModel):
                 "name": automation.name,
                 "enabled": automation.enabled,
                 "trigger": automation.trigger,
-                # Actions stored before agents existed have no agent: null.
-                "action": {"agentId": None, "agentVersion": None, **automation.action},
+                # Actions stored before agents and responseFormat existed have neither: null.
+                "action": {
+                    "responseFormat": None,
+                    "agentId": None,
+                    "agentVersion": None,
+                    **automation.action,
+                },
                 "lastTriggeredAt": automation.last_triggered_at,
                 "nextRunAt": automation.next_run_at,
                 "lastError": automation.last_error,

@@ -293,6 +293,7 @@ async def _start_run(
         automation_id=automation.id,
         agent_id=automation.action.get("agentId"),
         agent_version=automation.action.get("agentVersion"),
+        response_format=automation.action.get("responseFormat"),
     )
 
 

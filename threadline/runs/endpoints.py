@@ -9,6 +9,7 @@ from typing import Annotated, Any, Protocol
 from fastapi import APIRouter, Depends, Header, Query, Request
 
 from threadline.access.principal import StreamSlot, principal_of
+from threadline.agent.response_format import format_json
 from threadline.agent.tool_entries import check_entries, entries_json
 from threadline.billing.prices import Prices
 from threadline.keys import stream_tokens
@@ -98,6 +99,7 @@ async def create_run(
         action_timeout_seconds=(
             body.action_timeout_seconds if "action_timeout_seconds" in body.model_fields_set else None
         ),
+        response_format=format_json(body.response_format),
         agent_id=body.agent_id,
         agent_version=body.agent_version,
     )

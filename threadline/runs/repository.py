@@ -56,6 +56,7 @@ class Run:
     agent_state: str | None = None
     agent_id: str | None = None
     agent_version: int | None = None
+    response_format: dict[str, Any] | None = None
 
     @property
     def is_active(self) -> bool:
@@ -88,6 +89,7 @@ def from_row(row: sa.RowMapping) -> Run:
         agent_state=row["agent_state"],
         agent_id=row["agent_id"],
         agent_version=row["agent_version"],
+        response_format=row["response_format"],
     )
 
 
@@ -116,6 +118,7 @@ class RunRepository:
             "action_timeout_seconds": run.action_timeout_seconds,
             "agent_id": run.agent_id,
             "agent_version": run.agent_version,
+            "response_format": run.response_format,
         }
         await self._conn.execute(_INSERT, row)
 

@@ -4,6 +4,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
+from threadline.agent.response_format import ResponseFormat
 from threadline.agent.tool_entries import MAX_TOOLS, ToolEntries
 from threadline.keys.stream_tokens import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 from threadline.kit.metadata import Metadata
@@ -52,6 +53,12 @@ class RunCreate(RequestModel):
     agent_version: int | None = Field(
         None, ge=1, description="The agent's version to run (needs `agentId`); default: its latest."
     )
+    response_format: ResponseFormat | None = Field(
+        None,
+        description='`{"type":"text"}` (the default) or `{"type":"json_schema","name","schema",'
+        '"strict"}`: the answer must then be one JSON document valid against `schema` (a JSON Schema), '
+        "or the run fails `OUTPUT_INVALID`.",
+    )
 
 
 class RunError(ResponseModel):
@@ -97,6 +104,9 @@ class RunOut(ResponseModel):
     required_action: RequiredAction | None = Field(description="What the run waits for; null unless waiting.")
     agent_id: str | None = Field(description="The agent the run was made from; null without one.")
     agent_version: int | None = Field(description="The version of the agent it ran; null without one.")
+    response_format: dict[str, Any] | None = Field(
+        description="The `responseFormat` as given (defaults filled in); null: text."
+    )
 
     @classmethod
     def of(cls, run: Run) -> RunOut:
@@ -123,6 +133,7 @@ class RunOut(ResponseModel):
             else None,
             agent_id=run.agent_id,
             agent_version=run.agent_version,
+            response_format=run.response_format,
         )
 
 

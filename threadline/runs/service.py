@@ -73,6 +73,7 @@ async def create_run(
     automation_id: str | None = None,
     tools: list[dict[str, Any]] | None = None,
     action_timeout_seconds: int | None = None,
+    response_format: dict[str, Any] | None = None,
     agent_id: str | None = None,
     agent_version: int | None = None,
 ) -> Run:
@@ -87,6 +88,7 @@ async def create_run(
         instructions=instructions,
         tools=tools,
         action_timeout_seconds=action_timeout_seconds,
+        response_format=response_format,
     )
     await _lock_thread(conn, organization.id, thread_id)
     if (
@@ -129,6 +131,7 @@ async def create_run(
         created_at=now,
         tools=fields.tools,
         action_timeout_seconds=fields.action_timeout_seconds,
+        response_format=fields.response_format,
         agent_id=fields.agent_id,
         agent_version=fields.agent_version,
     )

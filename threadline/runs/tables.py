@@ -40,6 +40,8 @@ runs = sa.Table(
     # a deleted agent's runs keep naming what they ran.
     sa.Column("agent_id", sa.String(40), nullable=True),
     sa.Column("agent_version", sa.Integer, nullable=True),
+    # The ``responseFormat`` the answer must follow (agent.response_format); NULL: text.
+    sa.Column("response_format", JsonType, nullable=True),
     sa.CheckConstraint(
         "status IN ('queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled')",
         name="status",

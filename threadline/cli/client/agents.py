@@ -9,9 +9,15 @@ from typing import Annotated, Any
 import typer
 from threadline_client import NOT_GIVEN
 
-from threadline.cli.client.common import fetch, parse_metadata, read_json, read_text, with_api_key
+from threadline.cli.client.common import (
+    fetch,
+    parse_metadata,
+    read_text,
+    response_format_option,
+    with_api_key,
+)
 from threadline.cli.client.runs import tool_entries
-from threadline.cli.output import emit_json, fail
+from threadline.cli.output import emit_json
 
 agents = typer.Typer(
     no_args_is_help=True, help="Agents: saved, versioned run configurations (through the API)."
@@ -54,10 +60,7 @@ def _fields(
     if tools is not None:
         fields["tools"] = tool_entries(tools)
     if response_format is not None:
-        parsed = read_json("--response-format", response_format)
-        if not isinstance(parsed, dict):
-            fail("--response-format takes a JSON object", code=2)
-        fields["response_format"] = parsed
+        fields["response_format"] = response_format_option(response_format)
     if action_timeout is not None:
         fields["action_timeout_seconds"] = action_timeout
     if metadata is not None:

@@ -132,3 +132,17 @@ def read_json(option: str, text: str) -> Any:
         return json.loads(read_text(option, text))
     except ValueError as exc:
         fail(f"{option} is not JSON: {exc}", code=2)
+
+
+def response_format_option(text: str) -> dict[str, Any]:
+    """``--response-format``: a JSON object (the API checks its schema)."""
+    value = read_json("--response-format", text)
+    if not isinstance(value, dict):
+        fail('--response-format takes a JSON object: {"type": "json_schema", "name", "schema"}', code=2)
+    return value
+
+
+RESPONSE_FORMAT_HELP = (
+    'The answer\'s format, a JSON object as the API takes it (@FILE reads a file): {"type": "json_schema", '
+    '"name": "triage", "schema": {…}} makes it one JSON document valid against schema.'
+)

@@ -12,7 +12,15 @@ import typer
 from threadline_client import Threadline
 from threadline_client.types import RunEvent
 
-from threadline.cli.client.common import call, fetch, parse_metadata, read_json, with_api_key
+from threadline.cli.client.common import (
+    RESPONSE_FORMAT_HELP,
+    call,
+    fetch,
+    parse_metadata,
+    read_json,
+    response_format_option,
+    with_api_key,
+)
 from threadline.cli.output import emit_json, fail
 
 runs = typer.Typer(no_args_is_help=True, help="Agent runs (through the API).")
@@ -198,6 +206,7 @@ def create_run(
     agent_version: Annotated[
         int | None, typer.Option(help="The agent's version to run (with --agent); default: its latest.")
     ] = None,
+    response_format: Annotated[str | None, typer.Option(help=RESPONSE_FORMAT_HELP)] = None,
     stream: Annotated[
         bool, typer.Option("--stream", help="Follow the run live until it ends (Ctrl-C stops following).")
     ] = False,
@@ -209,6 +218,7 @@ def create_run(
     completed, 1 when it failed or was cancelled (or on an error)."""
     values = parse_metadata(metadata or [])
     entries = tool_entries(tools) if tools is not None else None
+    answer_format = response_format_option(response_format) if response_format is not None else None
     run = fetch(
         lambda c: c.runs.create(
             thread_id,
@@ -221,6 +231,7 @@ def create_run(
             action_timeout_seconds=action_timeout,
             agent_id=agent,
             agent_version=agent_version,
+            response_format=answer_format,
         )
     )
     if not stream:

@@ -6,7 +6,7 @@ status change and deletion of a run, cascades included, in the same transaction;
 has ended).
 
 Revision ID: 0020
-Revises: 0017
+Revises: 0019
 Create Date: 2026-11-27 01:10:00.000000
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0020"
-down_revision: str | None = "0017"
+down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
