@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-import httpx
+import json
 
-from tests.agents.helpers import create_agent, update_agent
+import httpx
+import jsonschema
+
+from tests.agents.helpers import SCHEMA, create_agent, update_agent
 from tests.runs.helpers import start_run, wait_for_status
 from tests.support import Tenant, assert_error, make_thread
 
@@ -129,7 +132,7 @@ async def test_an_automations_runs_use_its_agent(client: httpx.AsyncClient, tena
     automation = created.json()
     assert automation["action"] == {
         "prompt": "An error arrived.", "threadId": None, "model": None, "agentId": agent["id"],
-        "agentVersion": 1,
+        "agentVersion": 1, "responseFormat": None,
     }  # fmt: skip
     try:
         fired = await client.post(f"/v1/automations/{automation['id']}/trigger", headers=tenant.secret)
@@ -169,3 +172,49 @@ async def test_an_automation_names_only_an_agent_it_can_see(
         response = await client.post("/v1/automations", headers=tenant.secret, json=body)
         assert response.status_code == status, response.text
         assert response.json()["operationId"] == "automations.create"
+
+
+async def test_the_agents_response_format_shapes_the_answer_unless_the_run_gives_its_own(
+    client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    triage = {"type": "json_schema", "name": "triage", "schema": SCHEMA, "strict": True}
+    agent = await create_agent(client, tenant, responseFormat=triage)
+    thread = await make_thread(client, tenant)
+    run = await start_run(client, tenant, thread, agentId=agent["id"], input="#notools The disk is full.")
+    assert run["responseFormat"] == triage
+    await wait_for_status(client, tenant, run["id"], "completed")
+    messages = (await client.get(f"/v1/threads/{thread}/messages", headers=tenant.secret)).json()["data"]
+    jsonschema.validate(json.loads(messages[-1]["content"]), SCHEMA)
+    text = await start_run(client, tenant, thread, agentId=agent["id"], responseFormat={"type": "text"})
+    assert text["responseFormat"] == {"type": "text"}
+    await wait_for_status(client, tenant, text["id"], "completed")
+
+
+async def test_an_automation_with_a_structured_agent_answers_documents(
+    client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    """The point of agents and structured output together: the automation names the agent only, and each
+    firing's answer is a document valid against the agent's schema."""
+    triage = {"type": "json_schema", "name": "triage", "schema": SCHEMA, "strict": True}
+    agent = await create_agent(client, tenant, instructions="Triage.", responseFormat=triage)
+    body = {
+        "name": "triage",
+        "enabled": False,
+        "trigger": {"type": "schedule", "cron": "0 * * * *"},
+        "action": {"prompt": "#notools payments: card gateway answered 502", "agentId": agent["id"]},
+    }
+    created = await client.post("/v1/automations", headers=tenant.secret, json=body)
+    assert created.status_code == 201, created.text
+    automation = created.json()
+    try:
+        fired = await client.post(f"/v1/automations/{automation['id']}/trigger", headers=tenant.secret)
+        assert fired.status_code == 201, fired.text
+        run = fired.json()
+        assert (run["agentId"], run["responseFormat"]) == (agent["id"], triage)
+        await wait_for_status(client, tenant, run["id"], "completed")
+        path = f"/v1/threads/{run['threadId']}/messages"
+        answer = (await client.get(path, headers=tenant.secret)).json()["data"][-1]
+        assert answer["metadata"] == {"responseFormat": "triage"}
+        jsonschema.validate(json.loads(answer["content"]), SCHEMA)
+    finally:
+        await client.delete(f"/v1/automations/{automation['id']}", headers=tenant.secret)
