@@ -14,13 +14,14 @@ Each of ``--calls`` rounds (after ``--warmup`` of each) measures, one after the 
 - **through a run**: a thread and a run are created (not timed) whose input is ``#call=echo {"text": ...}``;
   the run's stream is read, and the figure is the time between the arrival, on this client, of the
   stream's ``tool_call_start`` frame and of its ``tool_call_complete`` frame for that call;
-- **direct, after a list** (for comparison, not the target): the same SDK session sends ``tools/list`` and
-  right after it the timed ``echo`` call, as a run's session does (its ``tools/list`` precedes the model's
-  turn by a few milliseconds). On this machine a call that follows another request on the same connection
-  within some tens of ms takes ~40 ms longer than one after an idle pause (``bench/mcp_calls.py``'s
-  back-to-back calls: ~44 ms either way; after 100 ms idle: ~3 ms), which looks like TCP's delayed
-  acknowledgement meeting a write that waits for it (not investigated further). This row shows how much of
-  the added time that pattern explains.
+- **direct, after a list** (a check, not the target): the same SDK session sends ``tools/list`` and right
+  after it the timed ``echo`` call, as a run's session does (its ``tools/list`` precedes the model's turn by
+  a few milliseconds). It should match the idle direct call. Until 2026-11-27 it did not: it took ~40 ms
+  more, and so did every call of a run. The server's accepted sockets lacked ``TCP_NODELAY`` (its
+  listening socket had ``proto`` 0, and the stdlib asyncio loop sets the option only on ``IPPROTO_TCP``
+  sockets), so the body of each answer, written after its head, waited for the client's delayed ACK of
+  the head whenever the client's kernel delayed it: after a request that closely followed an answer.
+  ``mcp_calls.tcp_listener`` fixes the server; see bench/HISTORY.md for the trace.
 
 What the run's interval includes: the run's MCP call (``runs.run_tools``' caller: Threadline's session
 layer and the HTTP round trip to the server, the result mapping), the ``tool_call_complete`` event's commit
