@@ -118,9 +118,22 @@ async def main(calls: int, rounds: int) -> None:
     (results / "mcp_calls.json").write_text(json.dumps(rows, indent=2))
 
 
+def serve_alone() -> None:
+    """``--serve``: only the server, in this process, its URL on the first line of the output, until
+    killed (``mcp_runs.py`` measures against it from other processes)."""
+    logging.disable(logging.INFO)
+    url, _ = serve()
+    print(url, flush=True)
+    threading.Event().wait()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--serve", action="store_true", help="only serve, printing the URL (mcp_runs.py)")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.calls, arguments.rounds))
+    if arguments.serve:
+        serve_alone()
+    else:
+        asyncio.run(main(arguments.calls, arguments.rounds))

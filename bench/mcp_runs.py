@@ -2,8 +2,10 @@
 same server, alternating in one run: ``python bench/mcp_runs.py``.
 
 The server is ``bench/mcp_calls.py``'s: the SDK's own ``MCPServer`` with one tool, ``echo``, over Streamable
-HTTP on 127.0.0.1, in a thread of this process. Threadline is ``threadline serve`` on a temporary data dir
-(embedded SQLite, runs executing in the server, model ``offline/scripted``) with
+HTTP on 127.0.0.1, in a process of its own (``mcp_calls.py --serve``), so that neither client shares an
+interpreter with it (until 2026-11-27 it ran in a thread of this process, beside the direct client).
+Threadline is ``threadline serve`` on a temporary data dir (embedded SQLite, runs executing in the server,
+model ``offline/scripted``) with
 ``THREADLINE_EGRESS_ALLOW=127.0.0.1``; the server is registered (``POST /v1/mcp-servers``) and each run
 offers it as ``{"type": "mcp", "serverId": ..., "requireApproval": "never"}``.
 
@@ -45,6 +47,7 @@ import asyncio
 import json
 import logging
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -53,10 +56,18 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from harness import RESULTS_DIR, BenchError, clean_env, free_port, run_checked, run_main, running_server
+from harness import (
+    RESULTS_DIR,
+    BenchError,
+    clean_env,
+    free_port,
+    run_checked,
+    run_main,
+    running_server,
+    stop_process,
+)
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_calls import serve
 
 HOST = "127.0.0.1"
 RATE_LIMIT = 10_000_000
@@ -148,8 +159,17 @@ async def measure(args: argparse.Namespace, base: str, auth: dict[str, str], mcp
 
 def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
     logging.disable(logging.INFO)  # the SDK logs each HTTP request at INFO: not what is measured
-    mcp_url, mcp_server = serve()
-    stack.callback(lambda: setattr(mcp_server, "should_exit", True))
+    # The server in a process of its own: the direct client would otherwise share its interpreter (and
+    # GIL) with the server, which a run's call, from Threadline's process, does not.
+    peer = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("mcp_calls.py")), "--serve"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    stack.callback(stop_process, peer)
+    mcp_url = peer.stdout.readline().strip() if peer.stdout is not None else ""
+    if not mcp_url.startswith("http://"):
+        raise BenchError(f"the MCP server did not start: {mcp_url!r}")
     data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="threadline-bench-mcp-runs-")))
     env = clean_env(THREADLINE_DATA_DIR=str(data_dir), THREADLINE_EGRESS_ALLOW=HOST)
     threadline = [sys.executable, "-m", "threadline"]
