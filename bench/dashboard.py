@@ -79,7 +79,8 @@ def initialise(data_dir: Path) -> dict[str, Any]:
 
 def seed_logs(db_path: Path, organization: str, project: str, count: int) -> None:
     """``count`` records spread evenly over the last 48 hours (half of them in the Overview's 24 h), ids
-    made as the writer makes them (receipt time, then a unique tail), the sequence row moved past them."""
+    made as the writer makes them (receipt time, then a unique tail), the sequence row moved past them and
+    the hourly counts (``log_counts``) made from them."""
     now_ms = int(time.time() * 1000)
     span_ms = 48 * 3_600_000
     with closing(sqlite3.connect(db_path)) as conn, conn:
@@ -106,6 +107,12 @@ def seed_logs(db_path: Path, organization: str, project: str, count: int) -> Non
             )
             print(f"\r  seeded {min(begin + chunk, count):,}/{count:,} log records", end="", file=sys.stderr)
         conn.execute("UPDATE log_sequence SET last_id = ? WHERE id = 1", (last_id,))
+        # Their hourly counts, as the appenders keep them (the same count as migration 0020's backfill).
+        conn.execute(
+            "INSERT INTO log_counts (organization_id, hour, project_id, level, kind, records) "
+            "SELECT organization_id, CAST(strftime('%s', received_at) AS INTEGER) / 3600, project_id, level, "
+            "kind, count(*) FROM log_records GROUP BY 1, 2, 3, 4, 5"
+        )
         conn.execute("ANALYZE")
     print(file=sys.stderr)
 

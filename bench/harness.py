@@ -72,9 +72,11 @@ def clean_env(prefix: str = "THREADLINE_", **extra: str) -> dict[str, str]:
     return env
 
 
-def run_checked(argv: Sequence[str], env: Mapping[str, str], timeout: float = 120.0) -> str:
+def run_checked(
+    argv: Sequence[str], env: Mapping[str, str], timeout: float = 120.0, cwd: Path | None = None
+) -> str:
     """Run a set-up command; its stderr is the only useful diagnostic when it fails, so show it."""
-    done = subprocess.run(list(argv), env=dict(env), capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(list(argv), env=dict(env), capture_output=True, text=True, timeout=timeout, cwd=cwd)
     if done.returncode != 0:
         raise BenchError(
             f"`{' '.join(argv)}` exited with {done.returncode}:\n{done.stderr.strip() or done.stdout.strip()}"

@@ -8,9 +8,11 @@ Three servers in one run, measured in alternating rounds:
 - threadline: ``threadline serve`` on the embedded shape (SQLite), public key, rate limit raised.
 
 Single records at 64 connections (requests/s, p99) on all three; batches of 1,000 records (records/s) on
-the ceiling and on ours. Targets (from the issue): single records at >= 0.4 of the ceiling and >= 10x
-the naive endpoint; >= 100,000 records/s in batches on SQLite. Afterwards the run counts the rows in our
-database: a benchmark that answered 202 without storing would be caught.
+the ceiling and on ours. ``--against REF`` adds a fourth, ours as of a git ref (exported to a temporary
+directory and served from there, with its own database), to both workloads: a change's cost measured in
+the same run, as the ratios ``*_vs_against``. Targets (from the issue): single records at >= 0.4 of the
+ceiling and >= 10x the naive endpoint; >= 100,000 records/s in batches on SQLite. Afterwards the run
+counts the rows in our database: a benchmark that answered 202 without storing would be caught.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import json
 import platform
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -67,6 +70,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--log-store", choices=("process", "inline"), default="process", help="THREADLINE_LOG_STORE of ours"
     )
+    parser.add_argument("--against", metavar="REF", help="also serve ours as of this git ref, for ratios")
     args = parser.parse_args()
     if args.duration <= 0 or args.connections < 1 or args.batch_connections < 1 or args.rounds < 1:
         parser.error("--duration must be > 0, connections and rounds >= 1")
@@ -89,24 +93,50 @@ def count_rows(db_path: Path) -> int:
     return int(count)
 
 
-def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
-    data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="threadline-bench-")))
+def serve_ours(
+    name: str, data_dir: Path, args: argparse.Namespace, stack: ExitStack, source: Path | None = None
+) -> tuple[Server, int, str]:
+    """``threadline serve`` on a fresh embedded database in ``data_dir``, from ``source`` (a tree of our
+    code, run from there so it is the one imported) or the installed code: the server, its intake port,
+    its public key."""
+    data_dir.mkdir(exist_ok=True)
     env = clean_env(THREADLINE_DATA_DIR=str(data_dir), THREADLINE_LOG_STORE=args.log_store)
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
     threadline = [sys.executable, "-m", "threadline"]
-    init = json.loads(run_checked([*threadline, "init", "--json"], env))
+    init = json.loads(run_checked([*threadline, "init", "--json"], env, cwd=source))
     public_key, org_id = init["publicKey"], init["organization"]["id"]
-    run_checked([*threadline, "orgs", "set-limit", org_id, "--requests-per-minute", str(RATE_LIMIT)], env)
-
-    port, intake_port, ceiling_port, naive_port = free_port(), free_port(), free_port(), free_port()
-    ours = stack.enter_context(
+    limit = [*threadline, "orgs", "set-limit", org_id, "--requests-per-minute", str(RATE_LIMIT)]
+    run_checked(limit, env, cwd=source)
+    port, intake_port = free_port(), free_port()
+    server = stack.enter_context(
         running_server(
-            "threadline",
+            name,
             [*threadline, "serve", "--port", str(port), "--intake-port", str(intake_port)],
             env,
             f"http://127.0.0.1:{port}/readyz",
             data_dir,
+            cwd=source,
         )
     )
+    return server, intake_port, public_key
+
+
+def export_tree(ref: str, into: Path) -> Path:
+    """Our code as of ``ref``, as files (``git archive``), without touching any work tree."""
+    into.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", ref], capture_output=True, check=True, cwd=Path(__file__).parent
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
+    data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="threadline-bench-")))
+    ours, intake_port, public_key = serve_ours("threadline", data_dir, args, stack)
+    keys = {"threadline": public_key}
+    ceiling_port, naive_port = free_port(), free_port()
     ceiling = stack.enter_context(
         running_server(
             "ceiling",
@@ -125,28 +155,41 @@ def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
             data_dir,
         )
     )
-    auth = {"x-service-key": public_key}
-    single_body = json.dumps(SINGLE)
-    batch = batch_body()
-    checked = httpx.post(f"http://127.0.0.1:{intake_port}{PATH}", headers=auth, json=SINGLE, timeout=30)
-    if checked.status_code != 202 or checked.json() != {"accepted": 1}:
-        raise BenchError(f"our intake answered {checked.status_code}: {checked.text}")
-    checked = httpx.post(f"http://127.0.0.1:{naive_port}{PATH}", json=SINGLE, timeout=30)
-    if checked.status_code != 202:
-        raise BenchError(f"the naive endpoint answered {checked.status_code}: {checked.text}")
-
-    scripts = {}
-    for name, body in (("single", single_body), ("batch", batch)):
-        script = data_dir / f"{name}.lua"
-        script.write_text(wrk_request_script("POST", body, {**auth, "content-type": "application/json"}))
-        scripts[name] = script
-
     targets: dict[str, tuple[Server, int]] = {
         "ceiling": (ceiling, ceiling_port),
         "naive": (naive, naive_port),
         "threadline": (ours, intake_port),
     }
-    workloads = {"single": ("ceiling", "naive", "threadline"), "batch": ("ceiling", "threadline")}
+    if args.against:
+        source = export_tree(args.against, data_dir / "source")
+        against, against_port, keys["against"] = serve_ours(
+            "against", data_dir / "against", args, stack, source
+        )
+        targets["against"] = (against, against_port)
+    single_body = json.dumps(SINGLE)
+    batch = batch_body()
+    for name, key in keys.items():
+        url = f"http://127.0.0.1:{targets[name][1]}{PATH}"
+        checked = httpx.post(url, headers={"x-service-key": key}, json=SINGLE, timeout=30)
+        if checked.status_code != 202 or checked.json() != {"accepted": 1}:
+            raise BenchError(f"our intake ({name}) answered {checked.status_code}: {checked.text}")
+    checked = httpx.post(f"http://127.0.0.1:{naive_port}{PATH}", json=SINGLE, timeout=30)
+    if checked.status_code != 202:
+        raise BenchError(f"the naive endpoint answered {checked.status_code}: {checked.text}")
+
+    scripts = {}
+    for workload, body in (("single", single_body), ("batch", batch)):
+        for name in targets:
+            auth = {"x-service-key": keys.get(name, keys["threadline"])}
+            script = data_dir / f"{workload}-{name}.lua"
+            script.write_text(wrk_request_script("POST", body, {**auth, "content-type": "application/json"}))
+            scripts[workload, name] = script
+
+    compared = ("against",) if args.against else ()
+    workloads = {
+        "single": ("ceiling", "naive", "threadline", *compared),
+        "batch": ("ceiling", "threadline", *compared),
+    }
     acknowledged = 0
 
     def measure(workload: str, name: str, duration: float) -> WrkResult:
@@ -156,7 +199,7 @@ def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
             f"http://127.0.0.1:{target_port}{PATH}",
             duration=duration,
             connections=args.connections if workload == "single" else args.batch_connections,
-            script=scripts[workload],
+            script=scripts[workload, name],
         )
         server.ensure_running()
         if name == "threadline":
@@ -205,6 +248,11 @@ def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
             batched["threadline"]["records_per_sec"], batched["ceiling"]["records_per_sec"]
         ),
     }
+    if args.against:
+        ratios["single_vs_against"] = ratio(ours_rps, single["against"]["requests_per_sec"])
+        ratios["batch_vs_against"] = ratio(
+            batched["threadline"]["records_per_sec"], batched["against"]["records_per_sec"]
+        )
     goals = {
         "single records >= 0.4 of the ceiling": (ratios["single_vs_ceiling"] or 0) >= 0.4,
         "single records >= 10x the naive endpoint": (ratios["single_vs_naive"] or 0) >= 10,

@@ -29,6 +29,18 @@ from threadline.mcp_servers.connection import Endpoint, open_session
 TARGET_ADDED_P50_MS = 5.0
 
 
+def tcp_listener() -> socket.socket:
+    """A listening socket whose accepted connections get ``TCP_NODELAY``. The stdlib asyncio loop sets it
+    only on sockets whose ``proto`` is ``IPPROTO_TCP``; ``socket.socket()`` (and ``socket.create_server``)
+    leave ``proto`` 0, and an accepted socket inherits it. Without ``TCP_NODELAY``, uvicorn's two writes
+    of a response (head, then body) meet the client's delayed ACK: the body waits ~40 ms for the ACK of
+    the head whenever the client's kernel delays it, which it does once requests follow answers closely
+    (a ``tools/list`` then a call). ``uvicorn.run(app, host=..., port=...)`` binds through asyncio's
+    ``create_server``, which sets ``proto``, so that is how the SDK's server is usually deployed.
+    (HISTORY.md, 2026-11-27.)"""
+    return socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+
+
 def serve() -> tuple[str, uvicorn.Server]:
     server = MCPServer("bench")
 
@@ -36,7 +48,7 @@ def serve() -> tuple[str, uvicorn.Server]:
     def echo(text: str) -> str:
         return text
 
-    sock = socket.socket()
+    sock = tcp_listener()
     sock.bind(("127.0.0.1", 0))
     runner = uvicorn.Server(uvicorn.Config(server.streamable_http_app(), log_level="error", lifespan="on"))
     threading.Thread(target=lambda: asyncio.run(runner.serve(sockets=[sock])), daemon=True).start()
@@ -106,9 +118,22 @@ async def main(calls: int, rounds: int) -> None:
     (results / "mcp_calls.json").write_text(json.dumps(rows, indent=2))
 
 
+def serve_alone() -> None:
+    """``--serve``: only the server, in this process, its URL on the first line of the output, until
+    killed (``mcp_runs.py`` measures against it from other processes)."""
+    logging.disable(logging.INFO)
+    url, _ = serve()
+    print(url, flush=True)
+    threading.Event().wait()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--serve", action="store_true", help="only serve, printing the URL (mcp_runs.py)")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.calls, arguments.rounds))
+    if arguments.serve:
+        serve_alone()
+    else:
+        asyncio.run(main(arguments.calls, arguments.rounds))

@@ -2,8 +2,10 @@
 same server, alternating in one run: ``python bench/mcp_runs.py``.
 
 The server is ``bench/mcp_calls.py``'s: the SDK's own ``MCPServer`` with one tool, ``echo``, over Streamable
-HTTP on 127.0.0.1, in a thread of this process. Threadline is ``threadline serve`` on a temporary data dir
-(embedded SQLite, runs executing in the server, model ``offline/scripted``) with
+HTTP on 127.0.0.1, in a process of its own (``mcp_calls.py --serve``), so that neither client shares an
+interpreter with it (until 2026-11-27 it ran in a thread of this process, beside the direct client).
+Threadline is ``threadline serve`` on a temporary data dir (embedded SQLite, runs executing in the server,
+model ``offline/scripted``) with
 ``THREADLINE_EGRESS_ALLOW=127.0.0.1``; the server is registered (``POST /v1/mcp-servers``) and each run
 offers it as ``{"type": "mcp", "serverId": ..., "requireApproval": "never"}``.
 
@@ -14,13 +16,14 @@ Each of ``--calls`` rounds (after ``--warmup`` of each) measures, one after the 
 - **through a run**: a thread and a run are created (not timed) whose input is ``#call=echo {"text": ...}``;
   the run's stream is read, and the figure is the time between the arrival, on this client, of the
   stream's ``tool_call_start`` frame and of its ``tool_call_complete`` frame for that call;
-- **direct, after a list** (for comparison, not the target): the same SDK session sends ``tools/list`` and
-  right after it the timed ``echo`` call, as a run's session does (its ``tools/list`` precedes the model's
-  turn by a few milliseconds). On this machine a call that follows another request on the same connection
-  within some tens of ms takes ~40 ms longer than one after an idle pause (``bench/mcp_calls.py``'s
-  back-to-back calls: ~44 ms either way; after 100 ms idle: ~3 ms), which looks like TCP's delayed
-  acknowledgement meeting a write that waits for it (not investigated further). This row shows how much of
-  the added time that pattern explains.
+- **direct, after a list** (a check, not the target): the same SDK session sends ``tools/list`` and right
+  after it the timed ``echo`` call, as a run's session does (its ``tools/list`` precedes the model's turn by
+  a few milliseconds). It should match the idle direct call. Until 2026-11-27 it did not: it took ~40 ms
+  more, and so did every call of a run. The server's accepted sockets lacked ``TCP_NODELAY`` (its
+  listening socket had ``proto`` 0, and the stdlib asyncio loop sets the option only on ``IPPROTO_TCP``
+  sockets), so the body of each answer, written after its head, waited for the client's delayed ACK of
+  the head whenever the client's kernel delayed it: after a request that closely followed an answer.
+  ``mcp_calls.tcp_listener`` fixes the server; see bench/HISTORY.md for the trace.
 
 What the run's interval includes: the run's MCP call (``runs.run_tools``' caller: Threadline's session
 layer and the HTTP round trip to the server, the result mapping), the ``tool_call_complete`` event's commit
@@ -44,6 +47,7 @@ import asyncio
 import json
 import logging
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -52,10 +56,18 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from harness import RESULTS_DIR, BenchError, clean_env, free_port, run_checked, run_main, running_server
+from harness import (
+    RESULTS_DIR,
+    BenchError,
+    clean_env,
+    free_port,
+    run_checked,
+    run_main,
+    running_server,
+    stop_process,
+)
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_calls import serve
 
 HOST = "127.0.0.1"
 RATE_LIMIT = 10_000_000
@@ -147,8 +159,17 @@ async def measure(args: argparse.Namespace, base: str, auth: dict[str, str], mcp
 
 def benchmark(args: argparse.Namespace, stack: ExitStack) -> dict[str, Any]:
     logging.disable(logging.INFO)  # the SDK logs each HTTP request at INFO: not what is measured
-    mcp_url, mcp_server = serve()
-    stack.callback(lambda: setattr(mcp_server, "should_exit", True))
+    # The server in a process of its own: the direct client would otherwise share its interpreter (and
+    # GIL) with the server, which a run's call, from Threadline's process, does not.
+    peer = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("mcp_calls.py")), "--serve"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    stack.callback(stop_process, peer)
+    mcp_url = peer.stdout.readline().strip() if peer.stdout is not None else ""
+    if not mcp_url.startswith("http://"):
+        raise BenchError(f"the MCP server did not start: {mcp_url!r}")
     data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="threadline-bench-mcp-runs-")))
     env = clean_env(THREADLINE_DATA_DIR=str(data_dir), THREADLINE_EGRESS_ALLOW=HOST)
     threadline = [sys.executable, "-m", "threadline"]

@@ -147,7 +147,7 @@ async def backend(request: pytest.FixtureRequest, storage_root: Path) -> AsyncIt
     )
     try:
         await asyncio.to_thread(upgrade, settings.resolved_database_url)
-        await _partitions_ahead(settings)
+        await partitions_ahead(settings)
         yield Backend("distributed", settings)
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -159,7 +159,7 @@ async def backend(request: pytest.FixtureRequest, storage_root: Path) -> AsyncIt
         await redis.aclose()
 
 
-async def _partitions_ahead(settings: Settings) -> None:
+async def partitions_ahead(settings: Settings) -> None:
     """Today's and the next days' log partitions, as a deployment's first housekeeping makes them: records
     the in-process apps write would otherwise land in the default partition, and a served process's
     housekeeping would then warn that it cannot make that day's partition (a line ``test_serve`` forbids)."""

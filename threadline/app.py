@@ -6,6 +6,7 @@ from fastapi import FastAPI
 from fastapi.responses import Response
 
 from threadline import docs, health
+from threadline.agents.endpoints import router as agents_router
 from threadline.assembly import assemble, mount_routes
 from threadline.automations.endpoints import router as automations_router
 from threadline.billing.endpoints import router as billing_router
@@ -67,6 +68,7 @@ def create_app(
         runs_router,
         settings_router,
         automations_router,
+        agents_router,
         mcp_servers_router,
         webhooks_router,
         search_router,

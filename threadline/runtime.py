@@ -56,6 +56,7 @@ from threadline.webhooks.dispatcher import WebhookDispatcher
 from threadline.webhooks.sweeper import WebhookSweeper
 
 if TYPE_CHECKING:
+    from threadline.agents.endpoints import AgentServices
     from threadline.automations.endpoints import AutomationServices
     from threadline.dashboard.pages.automations import AutomationPageServices
     from threadline.dashboard.pages.keys import KeysPageServices
@@ -167,12 +168,13 @@ if TYPE_CHECKING:
         WebhookPageServices,
         MessageServices,
         ProjectServices,
+        AgentServices,
     ]:
         """Never run: mypy checks here that ``Services`` holds what each consumer reads from it (they
         receive it untyped, from the app's ``Runtime``, and name only what they read): every endpoint's,
         middleware's and dashboard page's protocol."""
         s = services
-        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
+        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
 
 
 def builtin_tools(search: SearchBackend) -> Tools:

@@ -11,6 +11,7 @@ from typing import Generic
 
 import httpx
 
+from threadline_client._agents import Agents
 from threadline_client._core import (
     DEFAULT_BASE_URL,
     DEFAULT_INTAKE_URL,
@@ -65,6 +66,7 @@ class _Resources(Generic[Tr]):
         self.logs: Logs[Tr] = Logs(transport)
         self.search: Search[Tr] = Search(transport)
         self.automations: Automations[Tr] = Automations(transport)
+        self.agents: Agents[Tr] = Agents(transport)
         self.mcp_servers: McpServers[Tr] = McpServers(transport)
         self.webhooks: Webhooks[Tr] = Webhooks(transport)
         self.billing: Billing[Tr] = Billing(transport)

@@ -152,6 +152,11 @@ class Run(ThreadlineModel):
     tools: list[dict[str, Any]] | None  # the tool entries as given; None: the built-ins
     action_timeout_seconds: int
     required_action: RequiredAction | None  # set while the run waits (``requires_action``)
+    agent_id: str | None  # the agent the run was made from; None without one
+    agent_version: int | None
+    # ``{"type": "json_schema", "name", "schema", "strict"}`` or ``{"type": "text"}``; None: text. With a
+    # json_schema, the completed run's answer (its last message) is one JSON document valid against it.
+    response_format: dict[str, Any] | None
 
 
 class RunStreamToken(ThreadlineModel):
@@ -205,6 +210,9 @@ class AutomationAction(ThreadlineModel):
     prompt: str
     thread_id: str | None
     model: str | None
+    agent_id: str | None  # runs use this agent (at agent_version; None: its latest)
+    agent_version: int | None
+    response_format: dict[str, Any] | None  # the runs' responseFormat; None: text
 
 
 class AutomationError(ThreadlineModel):

@@ -67,8 +67,13 @@ def page_parser(item: Callable[[Any], T], numbered: bool) -> Callable[[Call[Any]
     return parse
 
 
-def _unseen(items: list[T], seen: set[str]) -> Iterator[T]:
-    for item in items:
+def _unseen(page: Page[T], seen: set[str]) -> Iterator[T]:
+    """The page's items not given yet. Only numbered pages shift; a cursor page never repeats an item,
+    and its items may share an id (an agent's versions), so it is given whole."""
+    if page.pagination is None:
+        yield from page.data
+        return
+    for item in page.data:
         key = getattr(item, "id", None)
         if isinstance(key, str):
             if key in seen:
@@ -95,7 +100,7 @@ class SyncPage(Page[T]):
     def __iter__(self) -> Iterator[T]:
         seen: set[str] = set()
         for page in self.iter_pages():
-            yield from _unseen(page.data, seen)
+            yield from _unseen(page, seen)
 
 
 def fetch_sync(
@@ -125,7 +130,7 @@ class AsyncPage(Page[T]):
     async def __aiter__(self) -> AsyncIterator[T]:
         seen: set[str] = set()
         async for page in self.iter_pages():
-            for item in _unseen(page.data, seen):
+            for item in _unseen(page, seen):
                 yield item
 
 

@@ -177,13 +177,19 @@ class Runs(Resource[Tr]):
         multitask_strategy: Strategy | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         action_timeout_seconds: int | None = None,
+        agent_id: str | None = None,
+        agent_version: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
     ) -> Call[Run]:
         """Queues a run on the thread (``input``, when given, is appended as a user message first).
         ``multitask_strategy``: ``reject`` (the default: ``ConflictError`` RUN_ACTIVE while the thread has
         an active run), ``enqueue`` or ``interrupt``. ``tools``: the tools offered, as on the wire
         (``{"type": "function", "name", "description", "parameters"}``, ``{"type": "builtin", "name",
         "requireApproval"}``, ``{"type": "mcp", "serverId", "allowedTools", "requireApproval"}``); without
-        it the three built-in tools. ``action_timeout_seconds`` bounds a wait for the caller (default 600)."""
+        it the three built-in tools. ``action_timeout_seconds`` bounds a wait for the caller (default 600).
+        ``response_format``: ``{"type": "json_schema", "name", "schema", "strict"}`` makes the answer one
+        JSON document valid against ``schema`` (else the run fails ``OUTPUT_INVALID``). ``agent_id``: run
+        this agent (at ``agent_version``, default its latest); the fields given here override its fields."""
         body = drop_none(
             input=input,
             model=model,
@@ -192,6 +198,9 @@ class Runs(Resource[Tr]):
             multitaskStrategy=multitask_strategy,
             tools=[dict(tool) for tool in tools] if tools is not None else None,
             actionTimeoutSeconds=action_timeout_seconds,
+            agentId=agent_id,
+            agentVersion=agent_version,
+            responseFormat=dict(response_format) if response_format is not None else None,
         )
         return Call("POST", f"/threads/{thread_id}/runs", Run.model_validate, json=body)
 

@@ -105,8 +105,8 @@ class Search(Resource[Tr]):
 class Automations(Resource[Tr]):
     """Rules that start runs: on a schedule (``{"type": "schedule", "cron", "timezone"}``) or when an
     ingested log record matches (``{"type": "log", "projectId", "level", "contains", "cooldownSeconds"}``).
-    ``trigger`` and ``action`` (``{"prompt", "threadId", "model"}``) are sent as given, camelCase as on
-    the wire."""
+    ``trigger`` and ``action`` (``{"prompt", "threadId", "model", "responseFormat"}``) are sent as given,
+    camelCase as on the wire."""
 
     @operation("automations.create")
     def create(

@@ -1,5 +1,6 @@
 """The result models and stream events, by name (``from threadline_client.types import Thread``)."""
 
+from threadline_client._agents import Agent
 from threadline_client._events import (
     ArtifactEvent,
     ErrorEvent,
@@ -58,6 +59,7 @@ from threadline_client._webhooks import Webhook, WebhookCreated, WebhookDelivery
 
 __all__ = [
     "Accepted",
+    "Agent",
     "Artifact",
     "ArtifactEvent",
     "Automation",

@@ -24,7 +24,14 @@ class TestCreate:
         assert created["id"].startswith("aut_")
         assert created["enabled"] is True
         assert created["trigger"] == {"type": "schedule", "cron": "*/15 * * * *", "timezone": "UTC"}
-        assert created["action"] == {"prompt": "Summarise.", "threadId": None, "model": None}
+        assert created["action"] == {
+            "prompt": "Summarise.",
+            "threadId": None,
+            "model": None,
+            "agentId": None,
+            "agentVersion": None,
+            "responseFormat": None,
+        }
         # The clock stands at 09:59:30Z.
         assert created["nextRunAt"] == "2026-11-21T10:00:00.000Z"
         assert created["lastTriggeredAt"] is None and created["lastError"] is None

@@ -164,6 +164,9 @@ async def test_grant_errors_are_clear(served: Served) -> None:
         assert pagination is not None and pagination.total_pages == 0
 
 
+TRIAGE = {"type": "json_schema", "name": "triage", "schema": {"type": "object"}}
+
+
 async def test_automations_create(served: Served) -> None:
     tenant = await served.organization("Creating automations")
     schedule, log, both, neither, foreign, invalid = together(
@@ -181,7 +184,14 @@ async def test_automations_create(served: Served) -> None:
     nightly = json.loads(ok(schedule).stdout)
     assert nightly["id"].startswith("aut_") and nightly["enabled"] is True
     assert nightly["trigger"] == {"type": "schedule", "cron": "0 3 * * *", "timezone": "Europe/Paris"}
-    assert nightly["action"] == {"prompt": "Summarise the day", "threadId": None, "model": None}
+    assert nightly["action"] == {
+        "prompt": "Summarise the day",
+        "threadId": None,
+        "model": None,
+        "agentId": None,
+        "agentVersion": None,
+        "responseFormat": None,
+    }
     assert nightly["nextRunAt"] is not None and nightly["lastTriggeredAt"] is None
     timeouts_id = ok(log).stdout.split()[0]
     assert ok(log).stdout == (
@@ -206,7 +216,14 @@ async def test_automations_create(served: Served) -> None:
         "contains": "timeout",
         "cooldownSeconds": 60,
     }
-    assert timeouts["action"] == {"prompt": "Investigate", "threadId": None, "model": "offline/scripted"}
+    assert timeouts["action"] == {
+        "prompt": "Investigate",
+        "threadId": None,
+        "model": "offline/scripted",
+        "agentId": None,
+        "agentVersion": None,
+        "responseFormat": None,
+    }
 
 
 async def test_automations_list_show_update_trigger_delete(served: Served) -> None:
@@ -238,7 +255,7 @@ async def test_automations_list_show_update_trigger_delete(served: Served) -> No
     assert json.loads(ok(shown).stdout) == timeouts
     assert ok(shown_text).stdout.splitlines() == [
         f"{nightly['id']}  enabled   cron '0 3 * * *' Europe/Paris  Nightly",
-        "thread (a new one per firing)  model (default)",
+        "thread (a new one per firing)  model (default)  answer text",
         f"last triggered never  next run {nightly['nextRunAt']}",
         "prompt: #notools Summarise the day",
     ]
@@ -248,14 +265,34 @@ async def test_automations_list_show_update_trigger_delete(served: Served) -> No
 
     retimed, enabled, fired, fired_text = together(
         env,
-        ("automations", "update", nightly["id"], "--timezone", "UTC", "--prompt", "#notools Again", "--json"),
+        (
+            "automations",
+            "update",
+            nightly["id"],
+            "--timezone",
+            "UTC",
+            "--prompt",
+            "#notools Again",
+            "--response-format",
+            json.dumps(TRIAGE),
+            "--json",
+        ),
         ("automations", "update", timeouts["id"], "--enable", "--contains", "", "--name", "Any timeout"),
         ("automations", "trigger", nightly["id"], "--json"),
         ("automations", "trigger", timeouts["id"]),
     )
     updated = json.loads(ok(retimed).stdout)
     assert updated["trigger"] == {"type": "schedule", "cron": "0 3 * * *", "timezone": "UTC"}
-    assert updated["action"] == {"prompt": "#notools Again", "threadId": None, "model": None}
+    assert updated["action"] == {
+        "prompt": "#notools Again",
+        "threadId": None,
+        "model": None,
+        "agentId": None,
+        "agentVersion": None,
+        "responseFormat": {**TRIAGE, "strict": True},
+    }
+    (text,) = together(env, ("automations", "update", nightly["id"], "--response-format", "", "--json"))
+    assert json.loads(ok(text).stdout)["action"]["responseFormat"] is None
     assert ok(enabled).stdout == (
         f"{timeouts['id']}  enabled   on log >= warn in {tenant.project_id} cooldown 300s  Any timeout\n"
     )

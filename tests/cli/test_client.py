@@ -150,6 +150,17 @@ def test_sdk_tail_resumes_from_a_cursor(backend: Backend, settings: Settings, te
 QUIET = "#notools #delay=60000"
 
 
+TRIAGE = {
+    "type": "json_schema",
+    "name": "triage",
+    "schema": {
+        "type": "object",
+        "properties": {"severity": {"enum": ["low", "high"]}, "summary": {"type": "string"}},
+        "required": ["severity", "summary"],
+    },
+}
+
+
 def _serving(backend: Backend, settings: Settings) -> dict[str, str]:
     """The server's environment: it executes runs itself in both shapes (no `threadline worker`)."""
     return {**backend.env(settings), "THREADLINE_RUN_EXECUTION": "server"}
@@ -204,7 +215,7 @@ def check_runs_commands(env: dict[str, str], client: Threadline) -> None:
     """`runs create --stream` renders a live run and exits by its status; `--json` is one event a line;
     `runs stream` replays a finished run exactly as it was shown live, or from a cursor; `show`, `cancel`
     and the multitask strategies. Each case on a thread of its own, so that they run side by side."""
-    thread, other, failing, busy, cancelling = (client.threads.create().id for _ in range(5))
+    thread, other, failing, busy, cancelling, triage = (client.threads.create().id for _ in range(6))
     assert list(client.threads.stream(thread)) == []  # no run yet: [DONE] at once
     blocking = client.runs.create(busy, input=QUIET).to_dict()
     cancelled = client.runs.create(cancelling, input=QUIET).to_dict()
@@ -250,7 +261,11 @@ def check_runs_commands(env: dict[str, str], client: Threadline) -> None:
     commands.start(
         "runs", "create", busy, "--input", "#notools #chunks=2", "--strategy", "interrupt", "--stream"
     )
-    replay, rest, show, ended, interrupting = commands.results()
+    commands.start(
+        "runs", "create", triage, "--input", "#notools disk full", "--response-format", json.dumps(TRIAGE),
+        "--stream", "--json",
+    )  # fmt: skip
+    replay, rest, show, ended, interrupting, structured = commands.results()
 
     assert (replay.returncode, replay.stdout, replay.stderr) == (0, live.stdout, "\n".join(reasoning) + "\n")
     assert json.loads(rest.stdout.splitlines()[0])["cursor"] == f"{run_id}.4"
@@ -261,6 +276,11 @@ def check_runs_commands(env: dict[str, str], client: Threadline) -> None:
     assert interrupting.returncode == 0 and "word1 word2." in interrupting.stdout
     assert [r.status for r in client.runs.list(busy)] == ["completed", "cancelled"]
     assert client.runs.get(blocking["id"]).status == "cancelled"
+    assert structured.returncode == 0, structured.stderr
+    answer = json.loads(json.loads(structured.stdout.splitlines()[-2])["text"])
+    assert answer == {"severity": "low", "summary": "disk full"}
+    [listed] = client.runs.list(triage)
+    assert listed.response_format == {**TRIAGE, "strict": True}
 
 
 class _Cut(httpx.SyncByteStream):
@@ -330,6 +350,18 @@ def test_terminal_output_is_styled_only_on_a_terminal(monkeypatch: pytest.Monkey
     assert "<mark>" not in shown and "\x1b[1m" in shown and "checkout" in shown
     assert terminal.matched_metadata(snippet, {"env": "Prod"})[0].startswith("env=\x1b[")
     assert terminal.level("error") != "error" and "error" in terminal.level("error")
+
+
+def test_a_response_format_that_is_no_json_object_exits_2(tmp_path: Path) -> None:
+    """Before any request: the API checks the format's schema itself."""
+    env = {**os.environ, "THREADLINE_API_KEY": "sk_unused", "THREADLINE_BASE_URL": "http://127.0.0.1:9/v1"}
+    for given, says in (
+        ("{not json", "--response-format is not JSON"),
+        ("[1]", "--response-format takes a JSON object"),
+        (f"@{tmp_path / 'missing.json'}", "--response-format: cannot read"),
+    ):
+        refused = threadline("runs", "create", "thr_x", "--response-format", given, env=env, check=False)
+        assert refused.returncode == 2 and says in refused.stderr, refused.stderr
 
 
 def test_a_missing_key_names_the_variable_and_the_option(tmp_path: Path) -> None:

@@ -123,6 +123,9 @@ async def test_automations_against_a_server(served: Served) -> None:
             "prompt": "#notools Summarise",
             "threadId": thread.id,
             "model": None,
+            "agentId": None,
+            "agentVersion": None,
+            "responseFormat": None,
         }
         watch = client.automations.create(
             name="Watch",

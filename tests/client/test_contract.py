@@ -30,6 +30,7 @@ MODELS: dict[type[BaseModel], str] = {
     t.LogRecord: "LogRecordOut",
     t.LogTrigger: "LogTriggerOut",
     t.McpServer: "McpServerOut",
+    t.Agent: "AgentOut",
     t.McpTool: "McpToolOut",
     t.McpToolList: "McpToolList",
     t.Me: "MeOut",

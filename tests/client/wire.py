@@ -56,7 +56,10 @@ RUN = {
     "endedAt": None,
     "tools": None,
     "actionTimeoutSeconds": 600,
+    "responseFormat": None,
     "requiredAction": None,
+    "agentId": None,
+    "agentVersion": None,
 }
 ARTIFACT = {
     "id": "art_1",
@@ -75,7 +78,14 @@ AUTOMATION = {
     "name": "Daily",
     "enabled": True,
     "trigger": {"type": "schedule", "cron": "@daily", "timezone": "UTC"},
-    "action": {"prompt": "Summarise", "threadId": "thr_1", "model": None},
+    "action": {
+        "prompt": "Summarise",
+        "threadId": "thr_1",
+        "model": None,
+        "agentId": None,
+        "agentVersion": None,
+        "responseFormat": None,
+    },
     "lastTriggeredAt": None,
     "nextRunAt": "2026-11-26T00:00:00Z",
     "lastError": None,

@@ -81,7 +81,14 @@ async def test_a_schedule_is_created_as_the_api_would(
     automation_id = await created(dashboard, SCHEDULE)
     stored = (await client.get(f"/v1/automations/{automation_id}", headers=tenant.secret)).json()
     assert stored["trigger"] == {"type": "schedule", "cron": "0 8 * * 1-5", "timezone": "Europe/Berlin"}
-    assert stored["action"] == {"prompt": "Summarise yesterday.", "threadId": None, "model": None}
+    assert stored["action"] == {
+        "prompt": "Summarise yesterday.",
+        "threadId": None,
+        "model": None,
+        "agentId": None,
+        "agentVersion": None,
+        "responseFormat": None,
+    }
     assert stored["enabled"] is True and stored["nextRunAt"] is not None
     detail = (await dashboard.get(f"/automations/{automation_id}")).text
     assert "weekdays at 08:00, Europe/Berlin" in detail and "<code>0 8 * * 1-5</code>" in detail

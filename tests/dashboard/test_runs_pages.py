@@ -195,3 +195,22 @@ async def test_another_organizations_run_is_not_found(
     ):
         assert response.status_code == 404 and "Not found" in response.text
     assert (await dashboard.get("/artifacts/art_00000000000000000000000000")).status_code == 404
+
+
+async def test_a_structured_run_shows_its_format_and_its_answer_indented(
+    dashboard: Dashboard, client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    schema = {"type": "object", "properties": {"severity": {"enum": ["low"]}}, "required": ["severity"]}
+    response_format = {"type": "json_schema", "name": "triage", "schema": schema}
+    thread = await make_thread(client, tenant)
+    run = await start_run(client, tenant, thread, input="#notools disk", responseFormat=response_format)
+    await wait_for_status(client, tenant, run["id"], "completed")
+    body = (await dashboard.get(f"/runs/{run['id']}")).text
+    assert "<dt>Answer format</dt><dd><code>triage</code></dd>" in body
+    assert (
+        "<summary>Answer as <code>triage</code></summary><pre>{\n  &#34;severity&#34;: &#34;low&#34;\n}</pre>"
+        in body
+    )
+    plain_run, _events = await finished_run(client, tenant, "#notools hello")
+    plain = (await dashboard.get(f"/runs/{plain_run}")).text
+    assert "Answer format" not in plain and "structured-answer" not in plain

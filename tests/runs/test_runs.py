@@ -23,7 +23,8 @@ from threadline.runtime import Services
 
 RUN_FIELDS = {
     "id", "threadId", "status", "model", "instructions", "automationId", "metadata", "error", "usage",
-    "createdAt", "startedAt", "endedAt", "tools", "actionTimeoutSeconds", "requiredAction",
+    "createdAt", "startedAt", "endedAt", "tools", "actionTimeoutSeconds", "requiredAction", "responseFormat",
+    "agentId", "agentVersion",
 }  # fmt: skip
 
 

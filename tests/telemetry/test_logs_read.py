@@ -20,12 +20,13 @@ from tests.support import Tenant, assert_error, listed
 from threadline.config import normalize_database_url
 from threadline.kit.clock import isoformat
 from threadline.kit.db import Database
+from threadline.kit.hours import hour_of
 from threadline.provisioning import create_organization
 from threadline.runtime import Services
 from threadline.storage.migrate import upgrade
 from threadline.telemetry import housekeeping, partitions, repository, tail
 from threadline.telemetry.partitions import PartitionedRetention
-from threadline.telemetry.tables import log_records
+from threadline.telemetry.tables import log_counts, log_records
 
 
 @pytest.fixture
@@ -285,12 +286,30 @@ class TestRetention:
             expected = [partitions.partition_name((now + timedelta(days=d)).date()) for d in range(4)]
             assert report.created_partitions == expected
             async with db.transaction() as conn:
-                await create_organization(conn, "retained", now=now)  # default retention: 30 days
+                made = await create_organization(conn, "retained", now=now)  # default retention: 30 days
+                # Each day's hourly counts: the dropped days' go with their partitions.
+                hours = [hour_of(now + timedelta(days=d)) for d in range(4)]
+                await conn.execute(
+                    sa.insert(log_counts),
+                    [
+                        {
+                            "organization_id": made.organization.id,
+                            "project_id": made.project.id,
+                            "hour": hour,
+                            "level": "info",
+                            "kind": "log",
+                            "records": 1,
+                        }
+                        for hour in hours
+                    ],
+                )
             report = await housekeeping.run_once(retention, now=now + timedelta(days=33))
             assert report.dropped_partitions == expected[:3]  # the fourth day is still within 30 days
             async with db.transaction(write=False) as conn:
                 remaining = await partitions.existing(conn)
+                counted = (await conn.execute(sa.select(log_counts.c.hour))).scalars().all()
             assert expected[3] in remaining and not set(expected[:3]) & remaining
+            assert counted == hours[3:]
 
 
 class TestHardening:

@@ -7,6 +7,12 @@ for a turn that only reasoned and called tools (the tools it called are named in
 so every ``messageId`` a client sees in a run's events can be read once the run has ended. A run that ends
 mid-turn has its message written by its end (``threadline.runs.unfinished``).
 
+With a ``json_schema`` response format, the answer (the turn that calls no tool) must be one JSON document
+valid against the schema, or the run fails ``OUTPUT_INVALID`` with the reason. Its message is written all
+the same (its text was streamed; messages are never changed after they are written), marked
+``metadata.outputInvalid``, so the thread shows what the model said; every answer given a format carries
+``metadata.responseFormat``, the format's name.
+
 A turn whose calls need the caller (an approval, a function tool's output) ends the loop with a
 ``Suspension`` (agent.suspension) once the calls the server may run have run: the run waits, holding
 nothing, and the loop is entered again with it (``resume``) after the caller answered.
@@ -31,6 +37,7 @@ from threadline.agent.models import (
     Usage,
 )
 from threadline.agent.recorder import Effect, Recorder
+from threadline.agent.response_format import JsonSchemaFormat, answer_problem
 from threadline.agent.suspension import PendingCall, Suspension, parsed_arguments
 from threadline.agent.tools import ToolContext, Tools
 from threadline.kit.db import Conn
@@ -51,9 +58,12 @@ async def run_agent(
     context: ToolContext,
     history: Sequence[ChatMessage],
     resume: Suspension | None = None,
+    *,
+    response_format: JsonSchemaFormat | None = None,
 ) -> Suspension | None:
     """Runs the model to its answer (None), or to a turn that waits for the caller (its ``Suspension``).
-    Raises ``ModelError`` when a turn fails or the model never stops calling tools."""
+    Raises ``ModelError`` when a turn fails, the model never stops calling tools, or its answer is not
+    the ``response_format`` asked for (``OUTPUT_INVALID``)."""
     recorder = context.recorder
     messages = list(resume.messages) if resume is not None else list(history)
     turns = resume.turns if resume is not None else 0
@@ -65,9 +75,11 @@ async def run_agent(
             messages += [ChatMessage("tool", json.dumps(c.result), tool_call_id=c.id) for c in pending]
         if turns >= MAX_TURNS:
             raise ModelError("MAX_TURNS", f"The model called tools for {MAX_TURNS} turns without answering.")
-        content, calls = await _turn(model, tools, recorder, messages)
+        content, calls, problem = await _turn(model, tools, recorder, messages, response_format)
         turns += 1
         messages.append(ChatMessage("assistant", content or None, tool_calls=tuple(calls)))
+        if problem is not None:
+            raise ModelError("OUTPUT_INVALID", problem)
         if not calls:
             return None
         pending = [PendingCall(c.id, c.name, c.arguments, tools.kind(c)) for c in calls]
@@ -105,9 +117,14 @@ async def _complete(context: ToolContext, call: PendingCall, result: Any, is_err
 
 
 async def _turn(
-    model: Model, tools: Tools, recorder: Recorder, messages: Sequence[ChatMessage]
-) -> tuple[str, list[ToolCall]]:
-    """One model turn: its text and reasoning streamed as events, its message written, its tool calls."""
+    model: Model,
+    tools: Tools,
+    recorder: Recorder,
+    messages: Sequence[ChatMessage],
+    response_format: JsonSchemaFormat | None,
+) -> tuple[str, list[ToolCall], str | None]:
+    """One model turn: its text and reasoning streamed as events, its message written, its tool calls,
+    and, when it is the answer, why it is not the format asked for (None: it is, or none was asked)."""
     message_id = new_id("msg")
     started = False
     text: list[str] = []
@@ -129,6 +146,13 @@ async def _turn(
             elif isinstance(delta, ReasoningDelta):
                 await recorder.emit("reasoning_chunk", {"messageId": message_id, "delta": delta.text})
     content = "".join(text)
+    metadata = _tool_calls_metadata(calls)
+    problem = None
+    if response_format is not None and not calls:
+        problem = answer_problem(response_format, content)
+        metadata["responseFormat"] = response_format.name
+        if problem is not None:
+            metadata["outputInvalid"] = "true"
     if started:
         write = _write_message(
             recorder.organization_id,
@@ -136,10 +160,10 @@ async def _turn(
             recorder.run_id,
             message_id,
             content,
-            _tool_calls_metadata(calls),
+            metadata,
         )
         await recorder.emit("text_complete", {"messageId": message_id, "text": content}, effect=write)
-    return content, calls
+    return content, calls, problem
 
 
 def _tool_calls_metadata(calls: Sequence[ToolCall]) -> dict[str, str]:

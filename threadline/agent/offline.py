@@ -21,6 +21,10 @@ docs/behaviour.md, "Models and tools"):
   (offered or not) with those arguments, all in one turn (ids ``call_1``, ``call_2``…); then it answers
   quoting each result as compact JSON.
 
+With a ``json_schema`` response format, every answer (after the tools, as above) is instead one JSON
+document generated from the schema (``agent.schema_instance``): deterministic, its free-form strings quoting
+the request (without its directives), streamed in pieces that join to the document.
+
 Token usage counts words: input = the words of every message sent, output = the deltas produced.
 """
 
@@ -43,12 +47,15 @@ from threadline.agent.models import (
     ToolSpec,
     Usage,
 )
+from threadline.agent.response_format import JsonSchemaFormat
+from threadline.agent.schema_instance import instance_of
 
 NAME = "offline/scripted"
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 _CHUNKS = re.compile(r"#chunks=(\d+)")
 _DELAY = re.compile(r"#delay=(\d+)")
 _CALL = re.compile(r"^\s*#call=([A-Za-z0-9_-]{1,64})[ \t]*(.*?)\s*$", re.MULTILINE)
+_DIRECTIVE = re.compile(r"#\S+")  # left out of the request a document quotes
 MAX_CHUNKS = 100_000
 MAX_DELAY_MS = 60_000
 
@@ -79,6 +86,16 @@ def _words(text: str | None) -> int:
 class ScriptedModel:
     name = NAME
 
+    def __init__(self, response_format: JsonSchemaFormat | None = None) -> None:
+        self._response_format = response_format
+
+    def _structured(self, prompt: str) -> list[str] | None:
+        """The answer as the format's document, in pieces; None without a format."""
+        if self._response_format is None:
+            return None
+        document = instance_of(self._response_format.schema_, _DIRECTIVE.sub("", prompt))
+        return _split(json.dumps(document, ensure_ascii=False))
+
     async def stream(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
     ) -> AsyncGenerator[Delta]:
@@ -102,7 +119,7 @@ class ScriptedModel:
                     yield ToolCallReady(call)
                 yield Usage(sum(_words(m.content) + 1 for m in messages), len(requested))
                 return
-            for text in _split(_quoted_results(calls, results)):
+            for text in self._structured(prompt) or _split(_quoted_results(calls, results)):
                 await pace()
                 produced += 1
                 yield TextDelta(text)
@@ -152,7 +169,7 @@ class ScriptedModel:
             if directives.fail:
                 yield Usage(sum(_words(m.content) + 1 for m in messages), produced)
                 raise ModelError("MODEL_ERROR", "The scripted model was asked to fail (#fail).")
-            for text in _answer(prompt, found, directives.chunks, bool(calls)):
+            for text in self._structured(prompt) or _answer(prompt, found, directives.chunks, bool(calls)):
                 await pace()
                 produced += 1
                 yield TextDelta(text)
@@ -216,7 +233,7 @@ def _answer(prompt: str, found: tuple[int, int], chunks: int | None, used_tools:
     return _split(text)
 
 
-def scripted_model(model: str) -> ScriptedModel:
+def scripted_model(model: str, response_format: JsonSchemaFormat | None = None) -> ScriptedModel:
     if model != "scripted":
         raise ValueError(f"unknown offline model {model!r}; the offline provider has offline/scripted")
-    return ScriptedModel()
+    return ScriptedModel(response_format)

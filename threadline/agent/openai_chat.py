@@ -28,6 +28,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+from openai.types.shared_params import ResponseFormatJSONSchema
 
 from threadline.agent.models import (
     ChatMessage,
@@ -40,6 +41,7 @@ from threadline.agent.models import (
     ToolSpec,
     Usage,
 )
+from threadline.agent.response_format import JsonSchemaFormat
 from threadline.config import Settings
 
 _MAX_SERVER_MESSAGE = 500
@@ -59,8 +61,10 @@ class OpenAIChatModel:
         api_key: str | None,
         timeout_seconds: float,
         client: openai.AsyncOpenAI | None = None,
+        response_format: JsonSchemaFormat | None = None,
     ) -> None:
         self.name = f"openai/{model}"
+        self._response_format = response_format
         self._model = model
         self._api_key = api_key
         self._timeout = timeout_seconds
@@ -110,6 +114,7 @@ class OpenAIChatModel:
                     tools=[_wire_tool(tool) for tool in tools] if tools else openai.omit,
                     stream=True,
                     stream_options={"include_usage": True},
+                    response_format=_wire_format(self._response_format),
                 )
         except (TimeoutError, openai.APIError) as exc:
             raise self._error(exc) from exc
@@ -157,8 +162,14 @@ class OpenAIChatModel:
         return text[:_MAX_SERVER_MESSAGE]
 
 
-def openai_model(model: str, settings: Settings, client: openai.AsyncOpenAI | None = None) -> OpenAIChatModel:
-    """``client``: one shared by every run of the process (one connection pool); made here if None."""
+def openai_model(
+    model: str,
+    settings: Settings,
+    client: openai.AsyncOpenAI | None = None,
+    response_format: JsonSchemaFormat | None = None,
+) -> OpenAIChatModel:
+    """``client``: one shared by every run of the process (one connection pool); made here if None.
+    ``response_format``: sent with every turn (chat completions' ``response_format``)."""
     key = settings.openai_api_key
     return OpenAIChatModel(
         model,
@@ -166,6 +177,7 @@ def openai_model(model: str, settings: Settings, client: openai.AsyncOpenAI | No
         api_key=key.get_secret_value() if key is not None else None,
         timeout_seconds=settings.model_timeout_seconds,
         client=client,
+        response_format=response_format,
     )
 
 
@@ -284,4 +296,15 @@ def _wire_tool(tool: ToolSpec) -> ChatCompletionFunctionToolParam:
     return {
         "type": "function",
         "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+    }
+
+
+def _wire_format(value: JsonSchemaFormat | None) -> ResponseFormatJSONSchema | openai.Omit:
+    """Chat completions' ``response_format``; omitted for text, every server's default (some refuse the
+    field)."""
+    if value is None:
+        return openai.omit
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": value.name, "schema": value.schema_, "strict": value.strict},
     }

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from threadline.agent.models import Model
 from threadline.agent.offline import scripted_model
+from threadline.agent.response_format import JsonSchemaFormat
 from threadline.config import Settings
 from threadline.settings.schemas import check_model_name
 
@@ -26,15 +27,18 @@ class Models:
         self._settings = settings
         self._openai: OpenAIChatModel | None = None
 
-    def get(self, name: str) -> Model:
+    def get(self, name: str, response_format: JsonSchemaFormat | None = None) -> Model:
+        """A model for one run: ``response_format`` is the JSON document its answers must be."""
         provider, _, model = check_model_name(name).partition("/")
         if provider == "offline":
-            return scripted_model(model)
+            return scripted_model(model, response_format)
         from threadline.agent.openai_chat import openai_model
 
         if self._openai is None:
             self._openai = openai_model(model, self._settings)  # owns the shared client
-        return openai_model(model, self._settings, client=self._openai.client)
+        return openai_model(
+            model, self._settings, client=self._openai.client, response_format=response_format
+        )
 
     async def aclose(self) -> None:
         if self._openai is not None:

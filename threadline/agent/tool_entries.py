@@ -24,6 +24,9 @@ MAX_TOOLS = 64
 NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 BUILTIN_NAMES = ("search_messages", "query_logs", "create_artifact")
 MAX_DESCRIPTION_CHARS = 4096
+# How long a run waits for tool outputs or approvals by default, and at most (runs and agents take it).
+DEFAULT_ACTION_TIMEOUT_SECONDS = 600
+MAX_ACTION_TIMEOUT_SECONDS = 86_400
 
 ToolName = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 

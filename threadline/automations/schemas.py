@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, StrictBool, StringConstraints, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from threadline.agent.response_format import ResponseFormat, format_json
 from threadline.automations.repository import Automation
 from threadline.automations.schedule import MAX_CRON_CHARS, check_cron, check_timezone
 from threadline.kit.schemas import NOT_BLANK, Documented, NullRefused, RequestModel, ResponseModel, Timestamp
@@ -144,10 +145,26 @@ class ActionIn(RequestModel):
     thread_id: ResourceId | None = Field(
         None, description="Run on this thread (queued behind its active run); null: a new thread per firing."
     )
-    model: ModelName | None = Field(None, description="`provider/model`; null: the organization's default.")
+    model: ModelName | None = Field(
+        None, description="`provider/model`; null: the agent's model, else the organization's default."
+    )
+    response_format: ResponseFormat | None = Field(
+        None, description="The runs' `responseFormat` (as on `POST …/runs`); null: the agent's, else text."
+    )
+    agent_id: ResourceId | None = Field(None, description="Runs use this agent (`agt_…`); null: none.")
+    agent_version: int | None = Field(
+        None, ge=1, description="The agent's version (needs `agentId`); null: its latest at each firing."
+    )
 
     def stored(self) -> dict[str, Any]:
-        return {"prompt": self.prompt, "threadId": self.thread_id, "model": self.model}
+        return {
+            "prompt": self.prompt,
+            "threadId": self.thread_id,
+            "model": self.model,
+            "agentId": self.agent_id,
+            "agentVersion": self.agent_version,
+            "responseFormat": format_json(self.response_format),
+        }
 
 
 class AutomationCreate(RequestModel):
@@ -185,6 +202,9 @@ class ActionOut(ResponseModel):
     prompt: str
     thread_id: str | None
     model: str | None
+    agent_id: str | None
+    agent_version: int | None
+    response_format: dict[str, Any] | None = Field(description="As given (defaults filled in); null: text.")
 
 
 class AutomationError(ResponseModel):
@@ -215,7 +235,13 @@ class AutomationOut(ResponseModel):
                 "name": automation.name,
                 "enabled": automation.enabled,
                 "trigger": automation.trigger,
-                "action": automation.action,
+                # Actions stored before agents and responseFormat existed have neither: null.
+                "action": {
+                    "responseFormat": None,
+                    "agentId": None,
+                    "agentVersion": None,
+                    **automation.action,
+                },
                 "lastTriggeredAt": automation.last_triggered_at,
                 "nextRunAt": automation.next_run_at,
                 "lastError": automation.last_error,

@@ -17,6 +17,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from threadline.agents.resolve import resolve
 from threadline.automations.repository import Automation, AutomationRepository, AutomationsAcrossOrganizations
 from threadline.automations.schedule import next_time
 from threadline.automations.schemas import ActionIn, AutomationCreate, TriggerIn
@@ -291,6 +292,9 @@ async def _start_run(
         prices=prices,
         strategy="enqueue",
         automation_id=automation.id,
+        agent_id=automation.action.get("agentId"),
+        agent_version=automation.action.get("agentVersion"),
+        response_format=automation.action.get("responseFormat"),
         now=now,
     )
 
@@ -307,10 +311,22 @@ def _input(prompt: str, record: Mapping[str, Any] | None) -> str:
 async def _check_references(
     conn: Conn, organization_id: str, trigger: TriggerIn | None, action: ActionIn | None
 ) -> None:
-    """A project or thread named in the body must be the organization's (404 naming the field)."""
+    """A project, thread or agent (and its version) named in the body must be the organization's (404);
+    ``agentVersion`` needs ``agentId`` (400)."""
     project_id = trigger.project_id if trigger else None
     if project_id and await ProjectRepository(conn, organization_id).get(project_id) is None:
         raise NotFound(f"trigger.projectId: project {project_id} was not found.")
     thread_id = action.thread_id if action else None
     if thread_id and await ThreadRepository(conn, organization_id).get(thread_id) is None:
         raise NotFound(f"action.threadId: thread {thread_id} was not found.")
+    if action is not None and (action.agent_id is not None or action.agent_version is not None):
+        await resolve(
+            conn,
+            organization_id,
+            agent_id=action.agent_id,
+            agent_version=action.agent_version,
+            model=None,
+            instructions=None,
+            tools=None,
+            action_timeout_seconds=None,
+        )

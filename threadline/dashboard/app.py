@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 from threadline.dashboard import signin
 from threadline.dashboard.bounds import AdmissionMiddleware
 from threadline.dashboard.pages import (
+    agents,
     automations,
     billing,
     keys,
@@ -50,6 +51,7 @@ PAGE_ROUTERS = (
     runs.router,
     logs.router,
     automations.router,
+    agents.router,
     search.router,
     billing.router,
 )

@@ -7,6 +7,7 @@ Every state-changing request passes ``bounds.AdmissionMiddleware`` (a valid sync
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from datetime import datetime
@@ -136,7 +137,16 @@ def when(value: datetime | str | None) -> str:
     return text.replace("T", " ")[:19] + " UTC"
 
 
+def pretty_json(text: str) -> str | None:
+    """JSON text indented for reading (a structured answer); None when it is not JSON."""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        return None
+
+
 _templates.filters["highlight"] = highlight
+_templates.filters["pretty_json"] = pretty_json
 _templates.filters["when"] = when
 _templates.filters["urlquote"] = lambda value: quote(str(value), safe="")
 _templates.globals["isoformat"] = isoformat

@@ -4,14 +4,16 @@ authentication (the key is the organization's) and before routing.
 A request without the header costs one scan of its headers and nothing else. With one: its body is read
 whole and fingerprinted (method, path, query, body); a row claimed with insert-or-ignore (group-committed
 with other requests' claims, ``store.py``) decides, in the database that every API process shares, which
-request is the key's first. The first runs and its answer is stored before it is sent; any other gets that
-answer again (``Idempotent-Replayed: true``), 409 ``IDEMPOTENCY_KEY_REUSED`` if its request differs, or 409
-``IDEMPOTENCY_KEY_IN_USE`` while the first is in flight. A 5xx, or an exception, releases the key, so the
-client's retry runs again. Rows live 24 h; a row left in flight by a dead process is taken over after a
-minute."""
+request is the key's first. The first runs and its answer is stored before it is sent (in the endpoint's
+own transaction when the endpoint carries it, ``carried.py``, else in one of its own); any other gets
+that answer again (``Idempotent-Replayed: true``), 409 ``IDEMPOTENCY_KEY_REUSED`` if its request differs,
+or 409 ``IDEMPOTENCY_KEY_IN_USE`` while the first is in flight. A 5xx, or an exception, releases the key,
+so the client's retry runs again. Rows live 24 h; a row left in flight by a dead process is taken over
+after a minute."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from datetime import timedelta
 from typing import Protocol
@@ -19,6 +21,7 @@ from typing import Protocol
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadline.access.principal import PRINCIPAL_SCOPE_KEY, Principal
+from threadline.idempotency import carried
 from threadline.idempotency.repository import IdempotencyRepository
 from threadline.idempotency.store import IdempotencyStore
 from threadline.kit.clock import Clock
@@ -149,19 +152,29 @@ class IdempotencyMiddleware:
             # Sent only once complete and stored (below): a replay must never differ from what was sent.
 
         services = self.runtime.services
-        try:
-            await self.app(scope, replay_body, capture)
-        except BaseException:
-            await services.idempotency.answer(organization_id, key, None, None, b"")
-            raise
+        with carried.opened(organization_id, key) as pending:
+            try:
+                await self.app(scope, replay_body, capture)
+            except asyncio.CancelledError:
+                # Gone while its write was queued, that write may still commit (``GroupCommit.submit``):
+                # a carried answer then commits with it, so the row is left for it (or for a take-over).
+                if pending.carried is None:
+                    await services.idempotency.answer(organization_id, key, None, None, b"")
+                raise
+            except BaseException:
+                await services.idempotency.answer(organization_id, key, None, None, b"")
+                raise
         assert start is not None
         status = int(start["status"])
         content = b"".join(chunks)
         content_type = next(
             (v.decode("latin-1") for n, v in start.get("headers", []) if n.lower() == b"content-type"), None
         )
-        await services.idempotency.answer(
-            organization_id, key, None if status >= 500 else status, content_type, content
-        )
+        sent = (status, content_type, content)
+        stored = pending.carried
+        if stored is None or (stored.status, stored.content_type, stored.body) != sent:
+            await services.idempotency.answer(
+                organization_id, key, None if status >= 500 else status, content_type, content
+            )
         await send(start)
         await send({"type": "http.response.body", "body": content})

@@ -2,7 +2,8 @@
 costs two writes of its own, and on SQLite two transactions a request (each a turn of the one writer)
 held keyed ``POST /v1/threads`` to 0.67-0.75x of the unkeyed rate; concurrent requests' claims (and
 answers) now share one transaction. ``Services.idempotency``; ``claim`` and ``answer`` return once their
-transaction has committed, so the guarantees are those of a transaction per request."""
+transaction has committed, so the guarantees are those of a transaction per request. An endpoint that
+stores its answer in its own transaction (``carried.py``) writes it with ``write_answers`` too."""
 
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ class _Claim:
     won: bool = False  # set by the write: this request's row is the key's
 
 
-@dataclass(slots=True)
-class _Answer:
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a key's first request answered, to replay; ``status`` None releases the key instead."""
+
     organization_id: str
     key: str
     status: int | None  # None: release the key (a 5xx, a failure)
@@ -42,11 +45,25 @@ def _mine(organization_id: str, key: str) -> sa.ColumnElement[bool]:
     return sa.and_(k.organization_id == organization_id, k.key == key)
 
 
+def write_answers(connection: Connection, answers: Sequence[Answer]) -> None:
+    """Inside the caller's transaction: each answer stored on its key's row (or the row deleted)."""
+    for answer in answers:
+        mine = _mine(answer.organization_id, answer.key)
+        if answer.status is None:
+            connection.execute(idempotency_keys.delete().where(mine))
+        else:
+            connection.execute(
+                idempotency_keys.update()
+                .where(mine)
+                .values(status=answer.status, content_type=answer.content_type, body=answer.body)
+            )
+
+
 class IdempotencyStore:
     def __init__(self, db: Database) -> None:
         self._insert = insert_or_ignore(db.dialect_name)(idempotency_keys, ["organization_id", "key"])
         self._claims = GroupCommit(db, self._write_claims, name="idempotency-claims")
-        self._answers = GroupCommit(db, self._write_answers, name="idempotency-answers")
+        self._answers = GroupCommit(db, write_answers, name="idempotency-answers")
 
     def _write_claims(self, connection: Connection, claims: Sequence[_Claim]) -> None:
         for claim in claims:
@@ -58,18 +75,6 @@ class IdempotencyStore:
             }
             claim.won = connection.execute(self._insert.values(values)).rowcount == 1
 
-    def _write_answers(self, connection: Connection, answers: Sequence[_Answer]) -> None:
-        for answer in answers:
-            mine = _mine(answer.organization_id, answer.key)
-            if answer.status is None:
-                connection.execute(idempotency_keys.delete().where(mine))
-            else:
-                connection.execute(
-                    idempotency_keys.update()
-                    .where(mine)
-                    .values(status=answer.status, content_type=answer.content_type, body=answer.body)
-                )
-
     async def claim(self, organization_id: str, key: str, fingerprint: str, at: datetime) -> bool:
         """True when this request is the key's first (its row, in flight, is committed)."""
         claim = _Claim(organization_id, key, fingerprint, at)
@@ -80,7 +85,7 @@ class IdempotencyStore:
         self, organization_id: str, key: str, status: int | None, content_type: str | None, body: bytes
     ) -> None:
         """Stores the first request's answer, or releases the key (``status`` None)."""
-        await self._answers.submit(_Answer(organization_id, key, status, content_type, body))
+        await self._answers.submit(Answer(organization_id, key, status, content_type, body))
 
     async def aclose(self) -> None:
         await self._claims.aclose()

@@ -29,6 +29,22 @@ class Message:
 
 
 _COLUMNS = [c for c in messages.c if c.key != "seq"]
+_INSERT = messages.insert()
+# Built once, bound per call (as ``_INSERT``): every run reads it as it starts, beside its stream's first
+# read. The roles are written into the SQL rather than bound as an expanding list, which SQLAlchemy would
+# rewrite into the statement's text on every execution.
+_HISTORY = (
+    sa.select(*_COLUMNS)
+    .where(
+        messages.c.thread_id == sa.bindparam("thread_id"),
+        messages.c.organization_id == sa.bindparam("organization_id"),
+        messages.c.role.in_([sa.literal_column(f"'{role}'") for role in ("user", "assistant", "system")]),
+        sa.or_(messages.c.role != "assistant", messages.c.content != ""),
+        sa.or_(messages.c.run_id.is_(None), messages.c.run_id <= sa.bindparam("up_to_run")),
+    )
+    .order_by(messages.c.id.desc())
+    .limit(sa.bindparam("limit", type_=sa.Integer))
+)
 
 
 def from_row(row: sa.RowMapping) -> Message:
@@ -50,18 +66,19 @@ class MessageRepository:
         self._organization_id = organization_id
 
     async def insert(self, message: Message) -> None:
-        await self._conn.execute(
-            messages.insert().values(
-                id=message.id,
-                organization_id=self._organization_id,
-                thread_id=message.thread_id,
-                run_id=message.run_id,
-                role=message.role,
-                content=message.content,
-                meta=message.metadata,
-                created_at=message.created_at,
-            )
-        )
+        # The statement built once, its row bound: built per call with ``values()`` it cost as much CPU as
+        # its execution, on a run's creation (profile of 2026-11-27, bench/HISTORY.md).
+        row = {
+            "id": message.id,
+            "organization_id": self._organization_id,
+            "thread_id": message.thread_id,
+            "run_id": message.run_id,
+            "role": message.role,
+            "content": message.content,
+            "meta": message.metadata,
+            "created_at": message.created_at,
+        }
+        await self._conn.execute(_INSERT, row)
 
     async def get(self, thread_id: str, message_id: str) -> Message | None:
         query = sa.select(*_COLUMNS).where(
@@ -88,19 +105,13 @@ class MessageRepository:
         them: not the inputs of runs queued after ``up_to_run`` (ids are time-ordered; each answers its
         own). An assistant turn without text (one that only reasoned and called tools, or was cut off before
         its first word) says nothing to the model and is left out."""
-        query = (
-            sa.select(*_COLUMNS)
-            .where(
-                messages.c.thread_id == thread_id,
-                messages.c.organization_id == self._organization_id,
-                messages.c.role.in_(("user", "assistant", "system")),
-                sa.or_(messages.c.role != "assistant", messages.c.content != ""),
-                sa.or_(messages.c.run_id.is_(None), messages.c.run_id <= up_to_run),
-            )
-            .order_by(messages.c.id.desc())
-            .limit(limit)
-        )
-        rows = (await self._conn.execute(query)).mappings().all()
+        bound = {
+            "thread_id": thread_id,
+            "organization_id": self._organization_id,
+            "up_to_run": up_to_run,
+            "limit": limit,
+        }
+        rows = (await self._conn.execute(_HISTORY, bound)).mappings().all()
         return [from_row(row) for row in reversed(rows)]
 
     async def page(self, thread_id: str, params: CursorParams) -> tuple[Sequence[Message], str | None]:

@@ -1,5 +1,6 @@
-"""An organization's runs over time, for the overview's charts: how many started, by status, and the tokens
-they used, per time bucket (``kit.timebuckets``), counted by the database in one aggregate query."""
+"""An organization's runs over time, for the overview's charts: how many were created, by their status now,
+and the tokens they used, per time bucket (``kit.timebuckets``) of whole hours, read from the hourly counts
+(``run_counts``, kept by triggers on ``runs``): exact, and costing the hours read, not the runs they hold."""
 
 from __future__ import annotations
 
@@ -8,20 +9,20 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from threadline.kit.db import Conn
+from threadline.kit.hours import HOUR, hour_of
 from threadline.kit.timebuckets import TimeBuckets
-from threadline.runs.tables import runs
+from threadline.runs.tables import run_counts
 
-_PREFIX = "run"
+c = run_counts.c
 
 
 @dataclass(frozen=True, slots=True)
 class Activity:
-    """``runs``: (bucket, status) -> runs created in the bucket; ``tokens``: bucket -> their tokens, input
-    and output. ``capped``: the newest ``cap`` runs of the buckets' time were counted, and there are more."""
+    """``runs``: (bucket, status) -> runs created in the bucket; ``tokens``: bucket -> the tokens, input
+    and output, of those that have ended (a running run's count once it ends)."""
 
     runs: dict[tuple[int, str], int]
     tokens: dict[int, int]
-    capped: bool
 
 
 class RunActivity:
@@ -29,23 +30,29 @@ class RunActivity:
         self._conn = conn
         self._organization_id = organization_id
 
-    async def by_bucket(self, buckets: TimeBuckets, cap: int) -> Activity:
-        """Over the newest ``cap`` runs created in the buckets' time at most: a range of the
-        (organization, id) index, as the overview's other counts."""
-        newest = (
-            sa.select(runs.c.id, runs.c.status, (runs.c.input_tokens + runs.c.output_tokens).label("tokens"))
-            .where(runs.c.organization_id == self._organization_id, *buckets.range_of(runs.c.id, _PREFIX))
-            .order_by(runs.c.id.desc())
-            .limit(cap)
-            .subquery()
+    async def by_bucket(self, buckets: TimeBuckets) -> Activity:
+        """One row per hour and status (a range of the counts' primary key). The buckets must be whole
+        hours (the counts are hourly): a ValueError otherwise."""
+        if buckets.step % HOUR or buckets.start.minute or buckets.start.second or buckets.start.microsecond:
+            raise ValueError("run activity is counted by whole hours")
+        first = hour_of(buckets.start)
+        step = buckets.step // HOUR
+        query = (
+            sa.select(c.hour, c.status, sa.func.sum(c.runs).label("n"), sa.func.sum(c.tokens).label("tokens"))
+            .where(
+                c.organization_id == self._organization_id,
+                c.hour >= first,
+                c.hour < first + step * buckets.count,
+            )
+            .group_by(c.hour, c.status)
         )
-        bucket = buckets.index_of(newest.c.id, _PREFIX).label("bucket")
-        query = sa.select(
-            bucket, newest.c.status, sa.func.count().label("n"), sa.func.sum(newest.c.tokens).label("tokens")
-        ).group_by(bucket, newest.c.status)
         counted: dict[tuple[int, str], int] = {}
         tokens: dict[int, int] = {}
         for row in (await self._conn.execute(query)).mappings():
-            counted[(int(row["bucket"]), str(row["status"]))] = int(row["n"])
-            tokens[int(row["bucket"])] = tokens.get(int(row["bucket"]), 0) + int(row["tokens"] or 0)
-        return Activity(counted, tokens, sum(counted.values()) >= cap)
+            bucket = (int(row["hour"]) - first) // step
+            if int(row["n"]):
+                key = (bucket, str(row["status"]))
+                counted[key] = counted.get(key, 0) + int(row["n"])
+            if int(row["tokens"] or 0):
+                tokens[bucket] = tokens.get(bucket, 0) + int(row["tokens"])
+        return Activity(counted, tokens)

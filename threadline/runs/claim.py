@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from threadline.kit.db import Conn
 from threadline.organizations.tables import organizations
-from threadline.runs.repository import _COLUMNS, ACTIVE, BUSY, Run, from_row
+from threadline.runs.repository import _COLUMNS, ACTIVE, BUSY, Run, among, from_row
 from threadline.runs.tables import runs
 
 # A queued run, or one that was answered after waiting for its caller: running again, held by no executor
@@ -37,8 +37,8 @@ def _candidate(*, passing: bool) -> sa.Select[str, str]:
         .where(
             other.c.thread_id == runs.c.thread_id,
             other.c.id != runs.c.id,
-            other.c.status.in_(ACTIVE),
-            sa.or_(other.c.status.in_(BUSY), other.c.id < runs.c.id),
+            among(other.c.status, ACTIVE),
+            sa.or_(among(other.c.status, BUSY), other.c.id < runs.c.id),
         )
         .exists()
     )

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Protocol
 from fastapi import APIRouter, Depends, Header, Query, Request
 
 from threadline.access.principal import StreamSlot, principal_of
+from threadline.agent.response_format import format_json
 from threadline.agent.tool_entries import check_entries, entries_json
 from threadline.billing.prices import Prices
 from threadline.keys import stream_tokens
@@ -77,7 +78,9 @@ async def create_run(
     threadId: str, body: RunCreate, request: Request, conn: ConnDep, services: ServicesDep
 ) -> RunOut:
     """Queues a run on the thread (`input`, when given, is appended as a user message first). Stream it
-    with `GET /runs/{runId}/stream`; a thread runs one run at a time (see `multitaskStrategy`)."""
+    with `GET /runs/{runId}/stream`; a thread runs one run at a time (see `multitaskStrategy`). With
+    `agentId`, the agent's fields apply wherever the run gives none (404 for an agent or version the
+    organization cannot see)."""
     organization = principal_of(request).organization
     if body.tools is not None:
         await check_entries(conn, organization.id, body.tools)
@@ -93,7 +96,12 @@ async def create_run(
         prices=services.prices,
         strategy=body.multitask_strategy,
         tools=entries_json(body.tools) if body.tools is not None else None,
-        action_timeout_seconds=body.action_timeout_seconds,
+        action_timeout_seconds=(
+            body.action_timeout_seconds if "action_timeout_seconds" in body.model_fields_set else None
+        ),
+        response_format=format_json(body.response_format),
+        agent_id=body.agent_id,
+        agent_version=body.agent_version,
         now=services.clock.now(),
     )
     return RunOut.of(run)

@@ -33,6 +33,7 @@ from typing import Any
 from threadline.agent.loop import DEFAULT_INSTRUCTIONS, run_agent
 from threadline.agent.models import ChatMessage, ModelError
 from threadline.agent.registry import Models
+from threadline.agent.response_format import stored_format
 from threadline.agent.suspension import Suspension
 from threadline.agent.tools import ToolContext, Tools
 from threadline.billing.prices import Prices
@@ -237,8 +238,9 @@ class RunExecutor:
         deadline = asyncio.timeout(limit)  # from the claim (or, for a run that waited, from its resumption)
         try:
             async with deadline, contextlib.AsyncExitStack() as stack:
+                response_format = stored_format(run.response_format)
                 try:
-                    model = self._models.get(run.model)
+                    model = self._models.get(run.model, response_format)
                 except ValueError as error:  # a setting that named a model no provider serves
                     raise ModelError("MODEL_ERROR", str(error)) from error
                 resume = Suspension.decode(run.agent_state) if run.agent_state is not None else None
@@ -252,7 +254,10 @@ class RunExecutor:
                     box=self._box,
                     policy=self._egress,
                 )
-                waiting = await run_agent(model, tools, ToolContext(self._db, recorder), history, resume)
+                context = ToolContext(self._db, recorder)
+                waiting = await run_agent(
+                    model, tools, context, history, resume, response_format=response_format
+                )
                 await recorder.flush()
                 if waiting is not None:
                     outcome = ("requires_action", waiting)

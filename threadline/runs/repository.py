@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 import sqlalchemy as sa
 
+from threadline.agent import tool_entries
 from threadline.kit.db import Conn
-from threadline.kit.ids import floor_id
 from threadline.kit.pagination import CursorParams, fetch_cursor_page
 from threadline.runs.tables import runs
 from threadline.threads.tables import threads
@@ -23,10 +23,10 @@ Status = Literal["queued", "running", "requires_action", "completed", "failed", 
 ACTIVE: tuple[Status, ...] = ("queued", "running", "requires_action")
 BUSY: tuple[Status, ...] = ("running", "requires_action")
 ENDED: tuple[Status, ...] = ("completed", "failed", "cancelled")
-# How long a run waits for its caller by default, and at most (here, below the service and the schemas that
-# both read them, so the outbox may render a run without an import cycle).
-DEFAULT_ACTION_TIMEOUT_SECONDS = 600
-MAX_ACTION_TIMEOUT_SECONDS = 86_400
+# How long a run waits for its caller by default, and at most (stated with the tool entries, which agents
+# take too; re-exported here, below the service and the schemas that both read them).
+DEFAULT_ACTION_TIMEOUT_SECONDS = tool_entries.DEFAULT_ACTION_TIMEOUT_SECONDS
+MAX_ACTION_TIMEOUT_SECONDS = tool_entries.MAX_ACTION_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +53,21 @@ class Run:
     required_action: dict[str, Any] | None = None
     action_expires_at: datetime | None = None
     agent_state: str | None = None
+    agent_id: str | None = None
+    agent_version: int | None = None
+    response_format: dict[str, Any] | None = None
 
     @property
     def is_active(self) -> bool:
         return self.status in ACTIVE
+
+
+def among(column: sa.ColumnElement[str], statuses: tuple[Status, ...]) -> sa.ColumnElement[bool]:
+    """``column IN ('queued', ...)`` with the statuses written into the SQL: given as values, SQLAlchemy
+    binds them as an expanding parameter and rewrites the cached statement's text on every execution (a
+    third of the CPU of ``active_of_thread`` on a run's creation: profile of 2026-11-27, bench/HISTORY.md).
+    The statuses are this module's constants, never a caller's input."""
+    return column.in_([sa.literal_column(f"'{status}'") for status in statuses])
 
 
 def from_row(row: sa.RowMapping) -> Run:
@@ -83,6 +94,9 @@ def from_row(row: sa.RowMapping) -> Run:
         required_action=row["required_action"],
         action_expires_at=row["action_expires_at"],
         agent_state=row["agent_state"],
+        agent_id=row["agent_id"],
+        agent_version=row["agent_version"],
+        response_format=row["response_format"],
     )
 
 
@@ -109,6 +123,9 @@ class RunRepository:
             "created_at": run.created_at,
             "tools": run.tools,
             "action_timeout_seconds": run.action_timeout_seconds,
+            "agent_id": run.agent_id,
+            "agent_version": run.agent_version,
+            "response_format": run.response_format,
         }
         await self._conn.execute(_INSERT, row)
 
@@ -135,24 +152,6 @@ class RunRepository:
             .limit(limit)
         )
         return [from_row(row) for row in (await self._conn.execute(query)).mappings()]
-
-    async def count_by_status(self, since: datetime, cap: int) -> tuple[dict[str, int], bool]:
-        """Runs created since ``since`` by status, over the newest ``cap`` of them at most (a range of the
-        (organization, id) index: ids are time-ordered); the flag says the cap was reached."""
-        newest = (
-            sa.select(runs.c.status)
-            .where(
-                runs.c.organization_id == self._organization_id,
-                runs.c.id >= floor_id("run", int(since.timestamp() * 1000)),
-            )
-            .order_by(runs.c.id.desc())
-            .limit(cap)
-            .subquery()
-        )
-        query = sa.select(newest.c.status.label("key"), sa.func.count().label("n")).group_by(newest.c.status)
-        rows = (await self._conn.execute(query)).mappings()
-        counts = {str(row["key"]): int(row["n"]) for row in rows}
-        return counts, sum(counts.values()) >= cap
 
     async def page_of_automation(
         self, automation_id: str, params: CursorParams
@@ -198,7 +197,7 @@ _ACTIVE_OF_THREAD = (
     .where(
         runs.c.thread_id == sa.bindparam("thread_id"),
         runs.c.organization_id == sa.bindparam("organization_id"),
-        runs.c.status.in_(ACTIVE),
+        among(runs.c.status, ACTIVE),
     )
     .order_by(runs.c.id)
 )
@@ -208,8 +207,8 @@ _REFRESH_ACTIVE_RUN = (
     .where(threads.c.id == sa.bindparam("thread_id"))
     .values(
         active_run_id=sa.select(runs.c.id)
-        .where(runs.c.thread_id == sa.bindparam("thread_id"), runs.c.status.in_(ACTIVE))
-        .order_by(sa.case((runs.c.status.in_(BUSY), 0), else_=1), runs.c.id)
+        .where(runs.c.thread_id == sa.bindparam("thread_id"), among(runs.c.status, ACTIVE))
+        .order_by(sa.case((among(runs.c.status, BUSY), 0), else_=1), runs.c.id)
         .limit(1)
         .scalar_subquery()
     )

@@ -4,6 +4,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
+from threadline.agent.response_format import ResponseFormat
 from threadline.agent.tool_entries import MAX_TOOLS, ToolEntries
 from threadline.keys.stream_tokens import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 from threadline.kit.metadata import Metadata
@@ -41,7 +42,22 @@ class RunCreate(RequestModel):
         DEFAULT_ACTION_TIMEOUT_SECONDS,
         ge=1,
         le=MAX_ACTION_TIMEOUT_SECONDS,
-        description="How long the run waits for tool outputs or approvals before it fails `ACTION_EXPIRED`.",
+        description="How long the run waits for tool outputs or approvals before it fails `ACTION_EXPIRED`; "
+        "default: the agent's, else 600.",
+    )
+    agent_id: Annotated[str, StringConstraints(min_length=1, max_length=40)] | None = Field(
+        None,
+        description="Run this agent (`agt_…`): its `model`, `instructions`, `tools` and "
+        "`actionTimeoutSeconds` apply wherever the run gives none of its own.",
+    )
+    agent_version: int | None = Field(
+        None, ge=1, description="The agent's version to run (needs `agentId`); default: its latest."
+    )
+    response_format: ResponseFormat | None = Field(
+        None,
+        description='`{"type":"text"}` (the default) or `{"type":"json_schema","name","schema",'
+        '"strict"}`: the answer must then be one JSON document valid against `schema` (a JSON Schema), '
+        "or the run fails `OUTPUT_INVALID`.",
     )
 
 
@@ -86,6 +102,11 @@ class RunOut(ResponseModel):
     tools: list[dict[str, Any]] | None = Field(description="The tool entries as given; null: the built-ins.")
     action_timeout_seconds: int
     required_action: RequiredAction | None = Field(description="What the run waits for; null unless waiting.")
+    agent_id: str | None = Field(description="The agent the run was made from; null without one.")
+    agent_version: int | None = Field(description="The version of the agent it ran; null without one.")
+    response_format: dict[str, Any] | None = Field(
+        description="The `responseFormat` as given (defaults filled in); null: text."
+    )
 
     @classmethod
     def of(cls, run: Run) -> RunOut:
@@ -110,6 +131,9 @@ class RunOut(ResponseModel):
             required_action=RequiredAction.model_validate(run.required_action)
             if run.status == "requires_action" and run.required_action is not None
             else None,
+            agent_id=run.agent_id,
+            agent_version=run.agent_version,
+            response_format=run.response_format,
         )
 
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from threadline.agent.suspension import Suspension
+from threadline.agents.resolve import resolve
 from threadline.billing.ledger import LedgerRepository
 from threadline.billing.prices import Prices
 from threadline.kit.clock import Clock
@@ -32,7 +33,6 @@ from threadline.runs.artifacts import Artifact, ArtifactRepository
 from threadline.runs.claim import ClaimsAcrossOrganizations
 from threadline.runs.events import RUN_COMPLETED, RUN_EVENTS, Event
 from threadline.runs.repository import (
-    DEFAULT_ACTION_TIMEOUT_SECONDS,
     Run,
     RunRepository,
     RunsAcrossOrganizations,
@@ -73,9 +73,25 @@ async def create_run(
     strategy: Strategy = "reject",
     automation_id: str | None = None,
     tools: list[dict[str, Any]] | None = None,
-    action_timeout_seconds: int = DEFAULT_ACTION_TIMEOUT_SECONDS,
+    action_timeout_seconds: int | None = None,
+    response_format: dict[str, Any] | None = None,
+    agent_id: str | None = None,
+    agent_version: int | None = None,
     now: datetime,
 ) -> Run:
+    """The run's own fields (None: not given) over its agent version's (``agents.resolve``: 404 for an
+    agent the organization cannot see), over the organization's settings."""
+    fields = await resolve(
+        conn,
+        organization.id,
+        agent_id=agent_id,
+        agent_version=agent_version,
+        model=model,
+        instructions=instructions,
+        tools=tools,
+        action_timeout_seconds=action_timeout_seconds,
+        response_format=response_format,
+    )
     await _lock_thread(conn, organization.id, thread_id)
     if (
         organization.billing_enforced
@@ -104,8 +120,8 @@ async def create_run(
         organization_id=organization.id,
         thread_id=thread_id,
         status="queued",
-        model=model or organization.default_model or DEFAULT_MODEL,
-        instructions=instructions if instructions is not None else organization.instructions,
+        model=fields.model or organization.default_model or DEFAULT_MODEL,
+        instructions=fields.instructions if fields.instructions is not None else organization.instructions,
         automation_id=automation_id,
         metadata=metadata,
         error_code=None,
@@ -114,8 +130,11 @@ async def create_run(
         output_tokens=0,
         event_count=0,
         created_at=now,
-        tools=tools,
-        action_timeout_seconds=action_timeout_seconds,
+        tools=fields.tools,
+        action_timeout_seconds=fields.action_timeout_seconds,
+        response_format=fields.response_format,
+        agent_id=fields.agent_id,
+        agent_version=fields.agent_version,
     )
     await RunRepository(conn, organization.id).insert(run)
     if input is not None:

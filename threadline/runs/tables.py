@@ -36,6 +36,12 @@ runs = sa.Table(
     sa.Column("required_action", JsonType, nullable=True),
     sa.Column("action_expires_at", UtcDateTime, nullable=True),
     sa.Column("agent_state", sa.Text, nullable=True),
+    # The agent the run was made from and its version (agents.resolve), null without one. No foreign key:
+    # a deleted agent's runs keep naming what they ran.
+    sa.Column("agent_id", sa.String(40), nullable=True),
+    sa.Column("agent_version", sa.Integer, nullable=True),
+    # The ``responseFormat`` the answer must follow (agent.response_format); NULL: text.
+    sa.Column("response_format", JsonType, nullable=True),
     sa.CheckConstraint(
         "status IN ('queued', 'running', 'requires_action', 'completed', 'failed', 'cancelled')",
         name="status",
@@ -89,4 +95,21 @@ run_outbox = sa.Table(
     sa.Column("type", sa.String(40), nullable=False),
     sa.Column("data", sa.Text, nullable=False),
     sa.Column("created_at", UtcDateTime, nullable=False),
+)
+
+# Runs per hour of creation (hours since the epoch, UTC) and status, with the tokens (input and output) of
+# those that ended: what the overview's charts read instead of the runs. Kept by triggers on ``runs``
+# (migration 0020) in the transaction of every insert, status change and deletion, cascades included, so
+# no code path that writes a run can forget them; a running run's usage, recorded with each model response,
+# touches no count (that would lock its hour's row in every one of those commits).
+run_counts = sa.Table(
+    "run_counts",
+    metadata,
+    organization_column(),
+    sa.Column("hour", sa.Integer, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("runs", sa.BigInteger, nullable=False),
+    sa.Column("tokens", sa.BigInteger, nullable=False),
+    sa.PrimaryKeyConstraint("organization_id", "hour", "status"),
+    sqlite_with_rowid=False,
 )

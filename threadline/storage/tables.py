@@ -1,5 +1,6 @@
 """Every domain's tables, imported in one place so migrations and tests see the whole schema."""
 
+from threadline.agents.tables import agent_versions, agents
 from threadline.automations.tables import automation_firings, automations
 from threadline.billing.tables import billing_accounts, billing_transactions
 from threadline.dashboard.tables import dashboard_sessions
@@ -10,8 +11,8 @@ from threadline.mcp_servers.tables import mcp_servers
 from threadline.messages.tables import messages
 from threadline.organizations.tables import organizations
 from threadline.projects.tables import projects
-from threadline.runs.tables import artifacts, run_events, run_outbox, runs
-from threadline.telemetry.tables import log_records, log_sequence
+from threadline.runs.tables import artifacts, run_counts, run_events, run_outbox, runs
+from threadline.telemetry.tables import log_counts, log_records, log_sequence
 from threadline.threads.tables import threads
 from threadline.users.tables import users
 from threadline.webhooks.tables import webhook_deliveries, webhook_endpoints, webhook_events
@@ -38,6 +39,8 @@ def is_declared(name: str | None, type_: str) -> bool:
 
 
 __all__ = [
+    "agent_versions",
+    "agents",
     "api_keys",
     "artifacts",
     "automation_firings",
@@ -47,6 +50,7 @@ __all__ = [
     "dashboard_sessions",
     "idempotency_keys",
     "is_declared",
+    "log_counts",
     "log_records",
     "log_sequence",
     "mcp_servers",
@@ -54,6 +58,7 @@ __all__ = [
     "metadata",
     "organizations",
     "projects",
+    "run_counts",
     "run_events",
     "run_outbox",
     "runs",

@@ -1,7 +1,8 @@
 """PostgreSQL's retention: ``log_records`` is partitioned by day of receipt (migration 0003), so a day that
 every organization's retention has passed is dropped whole (a catalogue change, however many rows it
 held), and the next days' partitions are created ahead so new records never land in the default
-partition. What no dropped day took is deleted as on SQLite (``housekeeping.DeletingRetention``)."""
+partition. What no dropped day took is deleted as on SQLite (``housekeeping.DeletingRetention``). Either
+way the hourly counts (``log_counts``) go down in the transaction that removes the records."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from datetime import UTC, date, datetime, time, timedelta
 import sqlalchemy as sa
 
 from threadline.kit.db import Conn, Database
+from threadline.kit.hours import hour_of
 from threadline.telemetry.housekeeping import DeletingRetention, Report
+from threadline.telemetry.tables import log_counts
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +46,18 @@ class PartitionedRetention(DeletingRetention):
                     async with db.transaction() as conn:
                         await conn.execute(_LOCK_TIMEOUT)
                         await conn.execute(sa.text(f"DROP TABLE IF EXISTS {name}"))
+                        await conn.execute(_forget_counts(partition_day))
                 except sa.exc.DBAPIError:  # busy (lock timeout): the next run drops it
                     log.warning("could not drop log partition %s", name, exc_info=True)
                     continue
                 report.dropped_partitions.append(name)
+
+
+def _forget_counts(day: date) -> sa.Delete:
+    """The hourly counts of a dropped day, every organization's (as the partition held them all): gone in
+    the same transaction as its records, so the chart never counts them."""
+    first = hour_of(datetime.combine(day, time(), UTC))
+    return sa.delete(log_counts).where(log_counts.c.hour >= first, log_counts.c.hour < first + 24)
 
 
 def partition_name(day: date) -> str:

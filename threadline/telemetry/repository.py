@@ -11,26 +11,33 @@ and a client that walks ``nextCursor`` still sees every match exactly once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 
 from threadline.kit.db import Conn
+from threadline.kit.hours import hour_of
 from threadline.kit.ids import floor_id, id_time_ms
 from threadline.kit.pagination import CursorParams, encode_cursor
 from threadline.kit.timebuckets import TimeBuckets
 from threadline.search.query import Phrase, Query
 from threadline.telemetry.log_store import ID_PREFIX
 from threadline.telemetry.schemas import Kind, Level, LogRecordOut, levels_at_or_above
-from threadline.telemetry.tables import log_records
+from threadline.telemetry.tables import log_counts, log_records
 
 SCAN_WINDOW = 10_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TAIL_BATCH = 500
 _DELETE_BATCH = 10_000
 t = log_records.c
+_COUNTED = ("organization_id", "project_id", "level", "kind", "hour")
+_SUBTRACT = (
+    log_counts.update()
+    .where(*(log_counts.c[name] == sa.bindparam(f"k_{name}") for name in _COUNTED))
+    .values(records=log_counts.c.records - sa.bindparam("k_records"))
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,21 +123,6 @@ class LogRepository:
         if len(rows) > params.limit:
             return records, encode_cursor(records[-1].id)
         return records, None if boundary is None else encode_cursor(boundary)
-
-    async def count_by_level(self, since: datetime, cap: int = SCAN_WINDOW) -> tuple[dict[str, int], bool]:
-        """Records received since ``since`` by level, over the newest ``cap`` of them at most (a range of
-        the primary key, never a full scan); the flag says the cap was reached (there may be more)."""
-        newest = (
-            sa.select(t.level)
-            .where(*LogFilters(since=since).key_conditions(self._organization_id))
-            .order_by(t.id.desc())
-            .limit(cap)
-            .subquery()
-        )
-        query = sa.select(newest.c.level.label("key"), sa.func.count().label("n")).group_by(newest.c.level)
-        rows = (await self._conn.execute(query)).mappings()
-        counts = {str(row["key"]): int(row["n"]) for row in rows}
-        return counts, sum(counts.values()) >= cap
 
     async def volume_by_level(
         self, filters: LogFilters, buckets: TimeBuckets, cap: int = SCAN_WINDOW
@@ -220,14 +212,22 @@ class LogRepository:
         """One batch of an organization's records received before ``cutoff``; the caller repeats until 0, so
         no single transaction holds the write lock for long."""
         doomed = (
-            sa.select(t.id)
+            sa.select(t.id, t.project_id, t.level, t.kind, t.received_at)
             .where(t.organization_id == self._organization_id, t.id < _floor(cutoff), t.received_at < cutoff)
             .order_by(t.id)
             .limit(_DELETE_BATCH)
         )
-        ids: Sequence[str] = (await self._conn.execute(doomed)).scalars().all()
-        if not ids:
+        rows = (await self._conn.execute(doomed)).all()
+        if not rows:
             return 0
+        ids = [row.id for row in rows]
+        # The hours' counts go down in the deleting transaction: the chart never counts what is gone.
+        keys = ((self._organization_id, r.project_id, r.level, r.kind, hour_of(r.received_at)) for r in rows)
+        fewer = [
+            {**{f"k_{name}": value for name, value in zip(_COUNTED, key, strict=True)}, "k_records": n}
+            for key, n in Counter(keys).items()
+        ]
+        await self._conn.execute(_SUBTRACT, fewer)
         result = await self._conn.execute(
             sa.delete(log_records).where(
                 t.organization_id == self._organization_id,

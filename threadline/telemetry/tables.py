@@ -41,3 +41,21 @@ log_sequence = sa.Table(
     sa.Column("id", sa.SmallInteger, primary_key=True, autoincrement=False),
     sa.Column("last_id", sa.String(40), nullable=True),
 )
+
+# Records per hour of receipt (hours since the epoch, UTC), project, level and kind: what the log volume
+# chart reads instead of the records, so it costs the hours charted, not the records they hold. Kept by
+# the appenders in each group's own transaction (``log_store.append``, ``append_postgres``) and by
+# retention as it deletes (``repository.delete_received_before``, ``partitions``); never drifts from the
+# records, as both change in one commit.
+log_counts = sa.Table(
+    "log_counts",
+    metadata,
+    organization_column(),
+    sa.Column("hour", sa.Integer, nullable=False),
+    sa.Column("project_id", sa.String(40), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("level", sa.String(8), nullable=False),
+    sa.Column("kind", sa.String(8), nullable=False),
+    sa.Column("records", sa.BigInteger, nullable=False),
+    sa.PrimaryKeyConstraint("organization_id", "hour", "project_id", "level", "kind"),
+    sqlite_with_rowid=False,
+)

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from typing import Annotated, Protocol
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Response
 
 from threadline.access.principal import principal_of
+from threadline.idempotency.carried import carry
 from threadline.kit.clock import Clock
 from threadline.kit.db import Database
 from threadline.kit.deps import ConnDep, get_services
@@ -36,17 +37,18 @@ router = fast_list.router
     response_model=ThreadOut,
     responses=errors(400, 413, *AUTHENTICATED),
 )
-async def create_thread(body: ThreadCreate, request: Request, services: ServicesDep) -> ThreadOut:
+async def create_thread(body: ThreadCreate, request: Request, services: ServicesDep) -> Response:
     # Answered once the thread is committed, in a group commit shared with concurrent creates; hence no
-    # request transaction here (``ConnDep`` would hold the write lock the group needs).
-    thread = await service.create_thread_committed(
-        services.thread_inserts,
-        principal_of(request).organization_id,
-        title=body.title,
-        metadata=body.metadata,
-        now=services.clock.now(),
+    # request transaction here (``ConnDep`` would hold the write lock the group needs). The answer is
+    # rendered before that commit so that an idempotency key's answer commits with the thread
+    # (``idempotency.carried``).
+    thread = service.new_thread(
+        principal_of(request).organization_id, body.title, body.metadata, now=services.clock.now()
     )
-    return ThreadOut.of(thread)
+    rendered = ThreadOut.of(thread).model_dump_json().encode()
+    answer = carry(201, "application/json", rendered)
+    await service.insert_committed(services.thread_inserts, thread, answer)
+    return Response(rendered, status_code=201, media_type="application/json")
 
 
 @router.get(

@@ -2,25 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from sqlalchemy.engine import Connection
+
+from threadline.idempotency.store import Answer, write_answers
 from threadline.kit.db import Conn, Database
 from threadline.kit.errors import BadRequest, NotFound, Reason
 from threadline.kit.group_commit import GroupCommit
 from threadline.kit.ids import new_id
 from threadline.threads.repository import Thread, ThreadRepository, insert_threads
 
-ThreadInserts = GroupCommit[Thread, None]
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """A thread with its request's idempotency answer, committed together (``idempotency.carried``)."""
+
+    thread: Thread
+    answer: Answer
+
+
+ThreadInserts = GroupCommit[Thread | Answered, None]
+
+
+def _insert(connection: Connection, new: Sequence[Thread | Answered]) -> None:
+    insert_threads(connection, [item.thread if isinstance(item, Answered) else item for item in new])
+    write_answers(connection, [item.answer for item in new if isinstance(item, Answered)])
 
 
 def thread_inserts(db: Database) -> ThreadInserts:
     """The process's committer of ``POST /v1/threads`` (``Services.thread_inserts``)."""
-    return GroupCommit(db, insert_threads, name="threads")
+    return GroupCommit(db, _insert, name="threads")
 
 
-def _new_thread(organization_id: str, title: str | None, metadata: dict[str, str], now: datetime) -> Thread:
+def new_thread(organization_id: str, title: str | None, metadata: dict[str, str], *, now: datetime) -> Thread:
+    """A thread not yet written: ``insert_committed`` writes it. Queue it in the same step of the event loop
+    (no ``await`` between), so that within a process ids follow commit order just as they did with one
+    transaction per request."""
     return Thread(
         id=new_id("thr"),
         organization_id=organization_id,
@@ -36,9 +57,16 @@ async def create_thread(
     conn: Conn, organization_id: str, *, title: str | None, metadata: dict[str, str], now: datetime
 ) -> Thread:
     """A thread in the caller's transaction (work that creates a thread among other writes)."""
-    thread = _new_thread(organization_id, title, metadata, now)
+    thread = new_thread(organization_id, title, metadata, now=now)
     await ThreadRepository(conn, organization_id).insert(thread)
     return thread
+
+
+async def insert_committed(inserts: ThreadInserts, thread: Thread, answer: Answer | None = None) -> None:
+    """``thread`` committed with whatever other threads the process is creating at the moment (group
+    commit: one transaction and one fsync for many requests), and ``answer``, its request's idempotency
+    answer, in the same transaction; returns once it is durable."""
+    await inserts.submit(thread if answer is None else Answered(thread, answer))
 
 
 async def create_thread_committed(
@@ -49,13 +77,9 @@ async def create_thread_committed(
     metadata: dict[str, str],
     now: datetime,
 ) -> Thread:
-    """A thread on its own, committed with whatever other threads the process is creating at the moment
-    (group commit: one transaction and one fsync for many requests); returns once it is durable.
-
-    The id is made and the thread queued in one step of the event loop, so within a process ids follow
-    commit order just as they did with one transaction per request."""
-    thread = _new_thread(organization_id, title, metadata, now)
-    await inserts.submit(thread)
+    """A thread on its own (``insert_committed``)."""
+    thread = new_thread(organization_id, title, metadata, now=now)
+    await insert_committed(inserts, thread)
     return thread
 
 

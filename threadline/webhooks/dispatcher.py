@@ -96,8 +96,11 @@ class WebhookDispatcher:
                 await self.round()
             except Exception:
                 log.exception("webhook dispatch round failed; trying again")
+            # ``asyncio.timeout``, not ``wait_for``: on Python 3.11 a cancel that lands just after a wake has
+            # completed the inner wait is swallowed by ``wait_for``, and the loop outlived ``aclose``.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), POLL_SECONDS)
+                async with asyncio.timeout(POLL_SECONDS):
+                    await self._wake.wait()
 
     async def round(self) -> None:
         """Fans out what the outbox holds, then starts the due attempts it has room for."""

@@ -5,6 +5,7 @@ each page."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 from playwright.async_api import Locator, Page, expect
@@ -56,15 +57,16 @@ async def test_webhooks(page: Page, served: Served) -> None:
         await assert_accessible(page)
         await screenshot(page, "webhook-deliveries")
 
-        received = receiver.wait_for("/hooks", 2, timeout=20)  # the retry, about 5 s later
+        received = await asyncio.to_thread(receiver.wait_for, "/hooks", 2, 20)  # the retry, ~5 s later
         assert [verified(secret, r)["type"] for r in received] == ["webhook.test"] * 2
-        await page.reload()
         succeeded = deliveries.get_by_role("row", name=re.compile("webhook.test")).filter(
             has_text="succeeded"
         )
+        # Received is not yet recorded: the dispatcher writes the answer after the receiver has it.
+        await shown_after_reloads(page, succeeded)
         await expect(succeeded).to_contain_text("200")
         await succeeded.get_by_role("button", name=re.compile("Resend")).click()
-        resent = receiver.wait_for("/hooks", 3)
+        resent = await asyncio.to_thread(receiver.wait_for, "/hooks", 3)
         assert resent[2].headers["webhook-id"] == resent[0].headers["webhook-id"]
         assert verified(secret, resent[2])["type"] == "webhook.test"
 

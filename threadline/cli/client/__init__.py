@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from threadline.cli.client import automations, keys, logs, mcp_servers, run_actions, runs, threads, webhooks
+from threadline.cli.client import (
+    agents,
+    automations,
+    keys,
+    logs,
+    mcp_servers,
+    run_actions,
+    runs,
+    threads,
+    webhooks,
+)
 from threadline.cli.client.billing import register_billing
 
 __all__ = ["register", "register_billing"]
@@ -17,5 +27,6 @@ def register(app: typer.Typer) -> None:
     run_actions.register_run_actions()
     runs.register_runs(app)
     automations.register_automations(app)
+    agents.register_agents(app)
     mcp_servers.register_mcp_servers(app)
     webhooks.register_webhooks(app)

@@ -9,7 +9,7 @@ import typer
 from threadline_client import NOT_GIVEN, Threadline
 from threadline_client.types import Automation
 
-from threadline.cli.client.common import fetch, with_api_key
+from threadline.cli.client.common import RESPONSE_FORMAT_HELP, fetch, response_format_option, with_api_key
 from threadline.cli.client.runs import run_line
 from threadline.cli.output import emit_json, fail
 
@@ -82,9 +82,12 @@ def _trigger(
     return {"type": kind, **changed}
 
 
-def _action(prompt: str | None, thread_id: str | None, model: str | None) -> dict[str, Any]:
-    """The action options given (an empty --thread-id or --model: null)."""
-    given = {"prompt": prompt, "threadId": thread_id, "model": model}
+def _action(
+    prompt: str | None, thread_id: str | None, model: str | None, response_format: str | None
+) -> dict[str, Any]:
+    """The action options given (an empty --thread-id, --model or --response-format: null)."""
+    answer_format = response_format_option(response_format) if response_format else response_format
+    given = {"prompt": prompt, "threadId": thread_id, "model": model, "responseFormat": answer_format}
     return {
         name: (value or None) if name != "prompt" else value
         for name, value in given.items()
@@ -116,8 +119,10 @@ def show_automation(
         return
     action = data["action"]
     typer.echo(_automation_line(data))
+    answer_format = action.get("responseFormat") or {"type": "text"}
     typer.echo(
         f"thread {action['threadId'] or '(a new one per firing)'}  model {action['model'] or '(default)'}"
+        f"  answer {answer_format.get('name') or answer_format['type']}"
     )
     typer.echo(f"last triggered {data['lastTriggeredAt'] or 'never'}  next run {data['nextRunAt'] or '-'}")
     if data["lastError"] is not None:
@@ -144,6 +149,7 @@ _Cooldown = Annotated[
 ]
 _ThreadId = Annotated[str | None, typer.Option(help="Run on this thread (default: a new thread per firing).")]
 _Model = Annotated[str | None, typer.Option(help="provider/model (default: the organization's).")]
+_ResponseFormat = Annotated[str | None, typer.Option(help=RESPONSE_FORMAT_HELP + " '': text (on update).")]
 
 
 def create_automation(
@@ -158,6 +164,7 @@ def create_automation(
     cooldown_seconds: _Cooldown = None,
     thread_id: _ThreadId = None,
     model: _Model = None,
+    response_format: _ResponseFormat = None,
     disabled: Annotated[bool, typer.Option("--disabled", help="Create it disabled.")] = False,
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -167,7 +174,7 @@ def create_automation(
         None, cron, timezone, on_log, _log_fields(project_id, level, contains, cooldown_seconds)
     )
     assert trigger is not None  # a new trigger is never "keep the current one"
-    action = _action(prompt, thread_id, model)
+    action = _action(prompt, thread_id, model, response_format)
     data = fetch(
         lambda c: c.automations.create(
             name=name, trigger=trigger, action=action, enabled=False if disabled else NOT_GIVEN
@@ -194,12 +201,13 @@ def update_automation(
         str | None, typer.Option(help="Run on this thread ('': a new thread per firing).")
     ] = None,
     model: Annotated[str | None, typer.Option(help="provider/model ('': the organization's).")] = None,
+    response_format: _ResponseFormat = None,
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Change what the options give and keep the rest: the trigger's and the action's other fields stay as
     they are (the current automation is read first). --cron or --on-log switches the trigger's type."""
     log_fields = _log_fields(project_id, level, contains, cooldown_seconds)
-    action_fields = _action(prompt, thread_id, model)
+    action_fields = _action(prompt, thread_id, model, response_format)
 
     def work(client: Threadline) -> Automation:
         changes: dict[str, Any] = {}

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import os
 import typing
 from collections.abc import Callable
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -112,3 +114,35 @@ def parse_metadata(pairs: list[str]) -> dict[str, str]:
             fail(f"metadata must be KEY=VALUE, got {pair!r}", code=2)
         metadata[key] = value
     return metadata
+
+
+def read_text(option: str, text: str) -> str:
+    """An option's value, or the contents of ``@FILE``; exits 2 when the file cannot be read."""
+    if not text.startswith("@"):
+        return text
+    try:
+        return Path(text[1:]).read_text()
+    except OSError as exc:
+        fail(f"{option}: cannot read {text[1:]}: {exc.strerror}", code=2)
+
+
+def read_json(option: str, text: str) -> Any:
+    """An option's JSON value, or ``@FILE`` holding it; exits 2 saying what is wrong."""
+    try:
+        return json.loads(read_text(option, text))
+    except ValueError as exc:
+        fail(f"{option} is not JSON: {exc}", code=2)
+
+
+def response_format_option(text: str) -> dict[str, Any]:
+    """``--response-format``: a JSON object (the API checks its schema)."""
+    value = read_json("--response-format", text)
+    if not isinstance(value, dict):
+        fail('--response-format takes a JSON object: {"type": "json_schema", "name", "schema"}', code=2)
+    return value
+
+
+RESPONSE_FORMAT_HELP = (
+    'The answer\'s format, a JSON object as the API takes it (@FILE reads a file): {"type": "json_schema", '
+    '"name": "triage", "schema": {…}} makes it one JSON document valid against schema.'
+)

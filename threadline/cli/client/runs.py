@@ -6,14 +6,21 @@ import itertools
 import json
 from collections.abc import Callable, Iterator
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from threadline_client import Threadline
 from threadline_client.types import RunEvent
 
-from threadline.cli.client.common import call, fetch, parse_metadata, with_api_key
+from threadline.cli.client.common import (
+    RESPONSE_FORMAT_HELP,
+    call,
+    fetch,
+    parse_metadata,
+    read_json,
+    response_format_option,
+    with_api_key,
+)
 from threadline.cli.output import emit_json, fail
 
 runs = typer.Typer(no_args_is_help=True, help="Agent runs (through the API).")
@@ -154,19 +161,10 @@ def _follow(run_id: str, events: Callable[[Threadline], Iterator[RunEvent]], jso
     raise typer.Exit(0 if status == "completed" else 1)
 
 
-def _tool_entries(text: str) -> list[dict[str, Any]]:
-    """``--tools``: a JSON array (or ``@FILE`` holding one); exits 2 saying what is wrong. The entries
-    themselves are the API's to check."""
-    source = text
-    if text.startswith("@"):
-        try:
-            source = Path(text[1:]).read_text()
-        except OSError as exc:
-            fail(f"--tools: cannot read {text[1:]}: {exc.strerror}", code=2)
-    try:
-        entries = json.loads(source)
-    except ValueError as exc:
-        fail(f"--tools is not JSON: {exc}", code=2)
+def tool_entries(text: str) -> list[dict[str, Any]]:
+    """``--tools``: a JSON array of objects (or ``@FILE`` holding one); the entries themselves are the
+    API's to check."""
+    entries = read_json("--tools", text)
     if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
         fail("--tools takes a JSON array of tool entries (objects)", code=2)
     return entries
@@ -201,6 +199,14 @@ def create_run(
     action_timeout: Annotated[
         int | None, typer.Option(help="Seconds the run may wait for its caller (1-86400, default 600).")
     ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="Run this agent (agt_…); the options given here override its fields."),
+    ] = None,
+    agent_version: Annotated[
+        int | None, typer.Option(help="The agent's version to run (with --agent); default: its latest.")
+    ] = None,
+    response_format: Annotated[str | None, typer.Option(help=RESPONSE_FORMAT_HELP)] = None,
     stream: Annotated[
         bool, typer.Option("--stream", help="Follow the run live until it ends (Ctrl-C stops following).")
     ] = False,
@@ -211,7 +217,8 @@ def create_run(
     """Start a run on a thread. With --stream, print it live as it happens; exit status: 0 when the run
     completed, 1 when it failed or was cancelled (or on an error)."""
     values = parse_metadata(metadata or [])
-    entries = _tool_entries(tools) if tools is not None else None
+    entries = tool_entries(tools) if tools is not None else None
+    answer_format = response_format_option(response_format) if response_format is not None else None
     run = fetch(
         lambda c: c.runs.create(
             thread_id,
@@ -222,6 +229,9 @@ def create_run(
             multitask_strategy=strategy.value if strategy is not None else None,
             tools=entries,
             action_timeout_seconds=action_timeout,
+            agent_id=agent,
+            agent_version=agent_version,
+            response_format=answer_format,
         )
     )
     if not stream:

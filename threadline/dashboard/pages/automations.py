@@ -12,6 +12,7 @@ from typing import Annotated, Protocol
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
+from threadline.agent.response_format import stored_format
 from threadline.automations import service
 from threadline.automations.describe import describe_cooldown, describe_trigger
 from threadline.automations.repository import Automation
@@ -204,6 +205,9 @@ async def _save(
                     )
                 else:
                     changes = {name: getattr(body, name) for name in ("name", "enabled", "trigger", "action")}
+                    # The form has no field for it: an edit keeps the automation's responseFormat.
+                    kept = stored_format(automation.action.get("responseFormat"))
+                    changes["action"] = body.action.model_copy(update={"response_format": kept})
                     saved = await service.update_automation(
                         conn, viewer.organization_id, automation.id, changes, now=now, changed=changed
                     )

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 
+from threadline.agents import service as agents
 from threadline.billing.prices import Prices
 from threadline.dashboard.pages.runs import view_context
 from threadline.dashboard.sessions import Viewer
@@ -38,6 +39,8 @@ router = APIRouter()
 PAGE_SIZE = 25
 MESSAGES_PER_PAGE = 50
 RUNS_PER_PAGE = 10
+# The agents the run form offers: the newest hundred (the API's page limit).
+AGENT_CHOICES = CursorParams(100, None)
 _CURSOR = Annotated[str | None, Query(max_length=200)]
 
 
@@ -173,6 +176,7 @@ async def _thread_page(
     cursor: str | None = None,
     runs_cursor: str | None = None,
     message: str = "",
+    agent: str = "",
     error: str | None = None,
     status_code: int = 200,
 ) -> Response:
@@ -190,6 +194,7 @@ async def _thread_page(
     if thread.active_run_id is not None:
         run = await runs.get_run(conn, organization_id, thread.active_run_id)
         active = await view_context(conn, organization_id, run)
+    choices, _ = await agents.list_agents(conn, organization_id, AGENT_CHOICES)
     base = f"/threads/{quote(thread.id, safe='')}"
     return render(
         request,
@@ -205,6 +210,8 @@ async def _thread_page(
         active=active,
         message=message,
         error=error,
+        agents=choices,
+        agent=agent,
     )
 
 
@@ -220,6 +227,38 @@ async def thread_page(
     return await _thread_page(request, viewer, conn, thread_id, cursor=cursor, runs_cursor=runs_cursor)
 
 
+async def start_run_on(
+    conn: Conn,
+    services: ThreadPageServices,
+    organization_id: str,
+    thread_id: str,
+    message: str,
+    agent_id: str,
+) -> None:
+    """``POST /v1/threads/{id}/runs`` with ``input`` (and ``agentId`` when one is chosen): the message and
+    the run in one transaction. Raises what the API would answer (ValidationError: a 400)."""
+    if not message.strip():
+        raise BadRequest("Write the message the run answers.")
+    body = RunCreate(input=message, agentId=agent_id or None)
+    organization = await OrganizationRepository(conn).get(organization_id)
+    if organization is None:
+        raise NotFound("The organization was not found.")
+    await runs.create_run(
+        conn,
+        services.signals,
+        organization,
+        thread_id,
+        model=body.model,
+        instructions=body.instructions,
+        input=body.input,
+        metadata=body.metadata,
+        prices=services.prices,
+        strategy=body.multitask_strategy,
+        agent_id=body.agent_id,
+        now=services.clock.now(),
+    )
+
+
 @router.post("/threads/{thread_id}/runs")
 async def start_run(
     thread_id: str,
@@ -228,34 +267,23 @@ async def start_run(
     conn: ConnDep,
     services: ServicesDep,
     message: Annotated[str, Form(max_length=300_000)] = "",
+    agent: Annotated[str, Form(max_length=40)] = "",
 ) -> Response:
-    """``POST /v1/threads/{id}/runs`` with ``input``: the message and the run in one transaction."""
     try:
-        if not message.strip():
-            raise BadRequest("Write the message the run answers.")
-        body = RunCreate(input=message)
-        organization = await OrganizationRepository(conn).get(viewer.organization_id)
-        if organization is None:
-            raise NotFound("The organization was not found.")
-        await runs.create_run(
-            conn,
-            services.signals,
-            organization,
-            thread_id,
-            model=body.model,
-            instructions=body.instructions,
-            input=body.input,
-            metadata=body.metadata,
-            prices=services.prices,
-            strategy=body.multitask_strategy,
-            now=services.clock.now(),
-        )
+        await start_run_on(conn, services, viewer.organization_id, thread_id, message, agent)
     except ValidationError as invalid:
         return await _thread_page(
-            request, viewer, conn, thread_id, message=message, error=_problems(invalid), status_code=400
+            request,
+            viewer,
+            conn,
+            thread_id,
+            message=message,
+            agent=agent,
+            error=_problems(invalid),
+            status_code=400,
         )
     except ApiError as refused:
-        if refused.status_code == 404:
+        if refused.status_code == 404 and not agent:
             raise
         return await _thread_page(
             request,
@@ -263,6 +291,7 @@ async def start_run(
             conn,
             thread_id,
             message=message,
+            agent=agent,
             error=refused.message,
             status_code=refused.status_code,
         )

@@ -1,0 +1,1 @@
+"""Agents: saved, versioned run configurations (``shared/DESIGN.md`` "Agents")."""
