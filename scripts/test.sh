@@ -17,4 +17,7 @@ python3 -m venv .venv
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache --no-logo
-exec .venv/bin/python -m pytest "$@"
+# Two processes (pytest-xdist; one file stays on one process, so a module's served subprocess and fixtures
+# are started once), and the 25 slowest tests listed at the end, so the next slowdown shows in CI's output.
+# Arguments given here come after these: `-n 0` runs in this process alone (e.g. for `--pdb`).
+exec .venv/bin/python -m pytest -n 2 --dist loadfile --durations=25 "$@"
