@@ -17,4 +17,7 @@ python3 -m venv .venv
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache --no-logo
-exec .venv/bin/python -m pytest "$@"
+# The 25 slowest tests are listed at the end, so the next slowdown shows in CI's output. pytest-xdist is
+# installed: `-n 2 --dist loadfile` runs the suite on two processes (a file stays on one); not the default
+# until it is measured faster on a quiet machine (bench/HISTORY.md "CI time").
+exec .venv/bin/python -m pytest --durations=25 "$@"

@@ -6,17 +6,14 @@ from __future__ import annotations
 import asyncio
 import signal
 import socket
-import subprocess
-import sys
 import threading
-import time
 
 import httpx
 import pytest
 import sqlalchemy as sa
 
 from tests.conftest import Backend
-from tests.support import Tenant, free_port, running_server, threadline
+from tests.support import Tenant, free_port, running_server, spawned, threadline
 from threadline.config import Settings
 from threadline.projects.tables import projects
 from threadline.runtime import Services
@@ -149,27 +146,20 @@ async def test_serve_intake_runs_the_intake_alone(
 
 
 def _send_through_serve_intake(env: dict[str, str], public: dict[str, str]) -> None:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "threadline", "serve-intake", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while True:
+    """Waited for as every served process is (``spawned``: its output kept and shown on failure, a start-up
+    deadline that a loaded machine does not miss, one polling client); it must still exit cleanly."""
+    url = f"http://127.0.0.1:{free_port()}"
+    with httpx.Client(base_url=url, timeout=10) as http:
+
+        def ready(_log: object) -> bool:
             try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
+                return http.get("/readyz").status_code == 200
             except httpx.TransportError:
-                pass
-            assert process.poll() is None and time.monotonic() < deadline, "serve-intake did not start"
-            time.sleep(0.05)
-        sent = httpx.post(f"{url}/v1/logs", json={"message": "alone"}, headers=public, timeout=10)
-        assert sent.status_code == 202, sent.text
-        assert httpx.get(f"{url}/v1/threads", headers=public).status_code == 404  # no API here
-    finally:
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=15) == 0
+                return False
+
+        args = ["serve-intake", "--port", url.rsplit(":", 1)[1]]
+        with spawned(args, env, ready, startup_timeout=60) as (process, log):
+            sent = http.post("/v1/logs", json={"message": "alone"}, headers=public)
+            assert sent.status_code == 202, sent.text
+            assert http.get("/v1/threads", headers=public).status_code == 404, log()  # no API here
+    assert process.returncode == 0  # a clean exit on SIGTERM
