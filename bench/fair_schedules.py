@@ -19,7 +19,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import sqlalchemy as sa
-from threadline.organizations.service import create_organization
 
 from threadline.automations import service
 from threadline.automations.scheduler import Scheduler
@@ -27,6 +26,7 @@ from threadline.automations.schemas import AutomationCreate
 from threadline.automations.tables import automations
 from threadline.config import Settings
 from threadline.kit.clock import Clock
+from threadline.provisioning import create_organization
 from threadline.runtime import open_services
 from threadline.storage.migrate import upgrade
 
@@ -37,8 +37,8 @@ async def run(settings: Settings, crowd: int) -> None:
     clock = Clock()
     async with open_services(settings, "off", clock=clock) as services:
         async with services.db.transaction() as conn:
-            alone = (await create_organization(conn, "alone")).organization.id
-            crowded = (await create_organization(conn, "crowded")).organization.id
+            alone = (await create_organization(conn, "alone", now=clock.now())).organization.id
+            crowded = (await create_organization(conn, "crowded", now=clock.now())).organization.id
         body = AutomationCreate.model_validate({**SCHEDULE, "action": {"prompt": "Summarise."}})
 
         async def changed() -> None:
