@@ -11,9 +11,8 @@ directly anywhere else fails here until it is listed with its reason. ``time.mon
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "threadline"
+from tests.source_scan import places_calling
 
 # Calls that read the wall clock: ``.now()`` on anything but a clock (``datetime.now``, an alias of it),
 # ``utcnow()`` by any path (``datetime.utcnow``, ``kit.clock.utcnow``), ``today()`` and ``time.time()`` or
@@ -57,20 +56,7 @@ def _reads_wall_clock(call: ast.Call) -> bool:
 
 
 def _places() -> set[tuple[str, str]]:
-    found: set[tuple[str, str]] = set()
-
-    def visit(node: ast.AST, path: str, scope: list[str]) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                visit(child, path, [*scope, child.name])
-                continue
-            if isinstance(child, ast.Call) and _reads_wall_clock(child):
-                found.add((path, ".".join(scope)))
-            visit(child, path, scope)
-
-    for file in PACKAGE.rglob("*.py"):
-        visit(ast.parse(file.read_text()), file.relative_to(PACKAGE).as_posix(), [])
-    return found
+    return places_calling(_reads_wall_clock)
 
 
 def test_the_wall_clock_is_read_only_where_listed() -> None:
@@ -95,21 +81,12 @@ COMPOSED: dict[tuple[str, str], str] = {
 }
 
 
+def _makes_clock(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Name) and call.func.id == "Clock"
+
+
 def _clocks_made() -> set[tuple[str, str]]:
-    found: set[tuple[str, str]] = set()
-
-    def visit(node: ast.AST, path: str, scope: list[str]) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                visit(child, path, [*scope, child.name])
-                continue
-            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "Clock":
-                found.add((path, ".".join(scope)))
-            visit(child, path, scope)
-
-    for file in PACKAGE.rglob("*.py"):
-        visit(ast.parse(file.read_text()), file.relative_to(PACKAGE).as_posix(), [])
-    return found
+    return places_calling(_makes_clock)
 
 
 def test_the_system_clock_is_made_only_where_the_parts_are_composed() -> None:

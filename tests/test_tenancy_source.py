@@ -9,9 +9,8 @@ so a new one fails until someone says why it is not a tenant's request writing p
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "threadline"
+from tests.source_scan import places_calling
 
 ALLOWED: dict[tuple[str, str], str] = {
     ("automations/scheduler.py", "Scheduler.tick"): "the due schedules of every organization",
@@ -59,24 +58,14 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 
 
+def _makes_cross_organization_repository(call: ast.Call) -> bool:
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    return name.endswith("AcrossOrganizations")
+
+
 def _places() -> set[tuple[str, str]]:
-    found: set[tuple[str, str]] = set()
-
-    def visit(node: ast.AST, path: str, scope: list[str]) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                visit(child, path, [*scope, child.name])
-                continue
-            if isinstance(child, ast.Call):
-                func = child.func
-                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-                if name.endswith("AcrossOrganizations"):
-                    found.add((path, ".".join(scope)))
-            visit(child, path, scope)
-
-    for file in PACKAGE.rglob("*.py"):
-        visit(ast.parse(file.read_text()), file.relative_to(PACKAGE).as_posix(), [])
-    return found
+    return places_calling(_makes_cross_organization_repository)
 
 
 def test_cross_organization_repositories_are_made_only_where_listed() -> None:
