@@ -4,6 +4,7 @@ against the served process's resident memory, which must not grow with what the 
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import resource
@@ -76,6 +77,9 @@ def _send_until_closed(sock: socket.socket, pieces: Iterable[bytes]) -> tuple[in
         sock.shutdown(socket.SHUT_WR)
     except (BrokenPipeError, ConnectionResetError):
         pass
+    except OSError as exc:  # the server closed first, before our half-close (ENOTCONN): the same case
+        if exc.errno != errno.ENOTCONN:
+            raise
     chunks = []
     try:
         while chunk := sock.recv(65536):
