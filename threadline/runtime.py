@@ -56,11 +56,14 @@ from threadline.webhooks.dispatcher import WebhookDispatcher
 from threadline.webhooks.sweeper import WebhookSweeper
 
 if TYPE_CHECKING:
+    from threadline.access.principal import StreamSlotServices
     from threadline.agents.endpoints import AgentServices
     from threadline.automations.endpoints import AutomationServices
     from threadline.dashboard.pages.automations import AutomationPageServices
+    from threadline.dashboard.pages.billing import BillingServices
     from threadline.dashboard.pages.keys import KeysPageServices
     from threadline.dashboard.pages.logs import LogServices
+    from threadline.dashboard.pages.mcp_servers import McpPageServices
     from threadline.dashboard.pages.overview import OverviewServices
     from threadline.dashboard.pages.runs import RunPageServices
     from threadline.dashboard.pages.search import SearchPageServices
@@ -169,12 +172,50 @@ if TYPE_CHECKING:
         MessageServices,
         ProjectServices,
         AgentServices,
+        BillingServices,
+        McpPageServices,
+        StreamSlotServices,
     ]:
         """Never run: mypy checks here that ``Services`` holds what each consumer reads from it (they
         receive it untyped, from the app's ``Runtime``, and name only what they read): every endpoint's,
         middleware's and dashboard page's protocol."""
         s = services
-        return (s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)
+        return (
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+            s,
+        )
 
 
 def builtin_tools(search: SearchBackend) -> Tools:

@@ -58,7 +58,7 @@ def principal_of(request: Request) -> Principal:
     return principal
 
 
-class _WithStreamSlots(Protocol):
+class StreamSlotServices(Protocol):
     stream_slots: StreamSlots
 
 
@@ -67,7 +67,7 @@ async def hold_stream_slot(request: Request) -> AsyncIterator[None]:
     ends however it ends (finished, client gone, shutdown): FastAPI closes a request-scoped dependency
     only after the response has been sent. Over the limit: 429 ``TOO_MANY_STREAMS``, before any work."""
     principal = principal_of(request)
-    services: _WithStreamSlots = request.app.state.runtime.services
+    services: StreamSlotServices = request.app.state.runtime.services
     with services.stream_slots.hold(principal.organization_id, principal.stream_limit):
         yield
 
