@@ -22,6 +22,7 @@ _TIME_READS = {"time", "time_ns"}
 ALLOWED: dict[tuple[str, str], str] = {
     ("kit/clock.py", "utcnow"): "the system clock itself: what ``Clock.now`` returns",
     ("kit/clock.py", "Clock.now"): "the services' clock in production: the system's",
+    ("kit/clock.py", "Clock.timestamp"): "the same clock as POSIX seconds, for the per-request paths",
     ("kit/ids.py", "new_id"): (
         "an id carries the millisecond it was made at; ids are made by module-level calls everywhere, so "
         "they sort in creation order on the system clock whatever the services' clock says"

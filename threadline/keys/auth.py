@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 
 from threadline.access.principal import KEY_REVOKED, ORG_UPDATED, Principal
 from threadline.config import Settings
@@ -35,7 +35,7 @@ class KeyAuthenticator:
         self._settings = settings
         self._cache: dict[str, tuple[float, Principal]] = {}
         self._loading: dict[str, asyncio.Task[Principal | None]] = {}
-        self._usage: dict[str, datetime] = {}
+        self._usage: dict[str, float] = {}  # POSIX seconds: a datetime per request costs 0.4 µs
         self._flusher: asyncio.Task[None] | None = None
         signals.subscribe(self._on_signal)
 
@@ -50,7 +50,7 @@ class KeyAuthenticator:
         else:
             return None
         if principal is not None and principal.key.revoked_at is None:
-            self._usage[principal.key.id] = self._clock.now()
+            self._usage[principal.key.id] = self._clock.timestamp()
         return principal
 
     async def principal_of_hash(self, digest: str) -> Principal | None:
@@ -62,7 +62,7 @@ class KeyAuthenticator:
         else:
             principal = await self._load(digest)
         if principal is not None and principal.key.revoked_at is None:
-            self._usage[principal.key.id] = self._clock.now()
+            self._usage[principal.key.id] = self._clock.timestamp()
         return principal
 
     async def _load(self, digest: str) -> Principal | None:
@@ -127,7 +127,9 @@ class KeyAuthenticator:
             return
         try:
             async with self._db.transaction() as conn:
-                await repository.KeysAcrossOrganizations(conn).record_usage(used)
+                await repository.KeysAcrossOrganizations(conn).record_usage(
+                    {key_id: datetime.fromtimestamp(at, UTC) for key_id, at in used.items()}
+                )
         except BaseException:
             for key_id, at in used.items():
                 self._usage.setdefault(key_id, at)

