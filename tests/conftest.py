@@ -9,6 +9,10 @@ system (``/dev/shm``, where ``synchronous=FULL`` costs nothing), and each Postgr
 commits with ``synchronous_commit=off`` (a committed transaction survives its client's death either way,
 which is what the durability tests kill).
 
+Passwords hashed in this process (``make_member``, the in-process apps' sign-ins) use a cheap argon2id
+(``CHEAP_HASHER``): the production cost, 0.1 s of CPU a hash, was paid by every signed-in test. Servers the
+tests start as processes keep the production hasher, and tests/users proves what that one is.
+
 The distributed shape needs PostgreSQL and Redis on 127.0.0.1. Without them its tests are skipped, unless
 ``THREADLINE_TEST_REQUIRE_SERVICES=1`` (as ``.ci/run`` sets), in which case they fail.
 """
@@ -30,6 +34,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
+from argon2 import PasswordHasher
 from fastapi import FastAPI
 from pydantic import SecretStr
 from redis.asyncio import Redis
@@ -42,12 +47,19 @@ from threadline.kit.db import Database
 from threadline.runtime import Services
 from threadline.storage.migrate import upgrade
 from threadline.telemetry.partitions import DAYS_AHEAD, create_partition
+from threadline.users.service import use_hasher
 
 REQUIRE_SERVICES = os.environ.get("THREADLINE_TEST_REQUIRE_SERVICES") == "1"
 POSTGRES_URL = os.environ.get("THREADLINE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("THREADLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 _counter = itertools.count()
 MEMORY = Path("/dev/shm")  # noqa: S108 (only ever a private mkdtemp inside it)
+# argon2id at its smallest cost (one pass over 8 KiB): a hash in microseconds, still a real argon2id hash.
+CHEAP_HASHER = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    use_hasher(CHEAP_HASHER)
 
 
 @pytest.fixture(scope="session")

@@ -83,6 +83,15 @@ async def make_thread(client: httpx.AsyncClient, tenant: Tenant, **body: Any) ->
     return thread_id
 
 
+def tcp_listener() -> socket.socket:
+    """A socket for a test peer to listen on whose accepted connections get ``TCP_NODELAY``: the stdlib
+    asyncio loop sets it only on sockets whose ``proto`` is ``IPPROTO_TCP``, and an accepted socket inherits
+    the listener's (``socket.socket()`` and ``socket.create_server`` leave it 0). Without it uvicorn's two
+    writes of an answer (head, then body) meet the client's delayed ACK and each answer after a closely
+    following request stalls ~40 ms (bench/mcp_calls.py ``tcp_listener``, bench/HISTORY.md 2026-11-27)."""
+    return socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -9,9 +9,16 @@ holding a socket and memory: a handful of clients could exhaust a process's conn
 * the body within ``body_timeout_seconds`` of the headers;
 * a process holds at most ``max_connections`` connections; one more is answered 503 and closed;
 * the request line and headers hold at most ``max_header_bytes`` bytes and ``max_header_lines`` lines:
-  past either, 431 and the connection closed at once. httptools has no bound of its own and accumulates a
-  header's value across reads, so without this a single header line could grow to whatever the client sent
-  within the header deadline (600 MB in one second on loopback).
+  past either, 431 and the connection closed. httptools has no bound of its own and accumulates a header's
+  value across reads, so without this a single header line could grow to whatever the client sent within
+  the header deadline (600 MB in one second on loopback).
+
+A 431 is a lingering close: the answer, then a half-close (FIN), then what the client still sends is read
+and dropped, unparsed, until it closes its side, ``linger_bytes`` more have come or ``linger_seconds`` have
+passed. Closing at once, with the rest of the client's headers unread, makes the kernel answer them with a
+reset, which can destroy the 431 before the client reads it (a clean-clone CI lost one so). Only the 431
+lingers: it is the refusal made while the client is still sending; a 408 is for a client that sends too
+slowly to matter, a 503 for one that has had no chance to send yet.
 
 The header bytes are counted per read, before the parser sees them: the part of a read past the cap is never
 parsed. Bytes that follow a complete request in the same read (pipelining) are counted from the next read
@@ -56,6 +63,8 @@ def bounded_protocol(
     max_connections: int,
     max_header_bytes: int = 64 * 1024,
     max_header_lines: int = 100,
+    linger_seconds: float = 2.0,
+    linger_bytes: int = 1024 * 1024,
 ) -> type[HttpToolsProtocol]:
     """The protocol class for uvicorn's ``http`` setting, with these bounds."""
 
@@ -68,6 +77,9 @@ def bounded_protocol(
             self._head_bytes: int | None = 0
             self._head_lines = 0
             self._head_refused = False
+            # Bytes a refused connection may still send before it is closed; None until a refusal.
+            self._discard: int | None = None
+            self._linger_timer: TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -79,12 +91,18 @@ def bounded_protocol(
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._limit_at = None
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            for timer in (self._timer, self._linger_timer):
+                if timer is not None:
+                    timer.cancel()
+            self._timer = self._linger_timer = None
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
+            if self._discard is not None:  # refused: heard out, never parsed
+                self._discard -= len(data)
+                if self._discard < 0:
+                    self.transport.close()
+                return
             if self._head_bytes is None:  # a body: the body limit and deadline bound it
                 super().data_received(data)
                 return
@@ -132,9 +150,17 @@ def bounded_protocol(
 
         def _refuse_head(self) -> None:
             self._limit_at = None
-            if not self.transport.is_closing():
-                self.transport.write(_HEAD_TOO_LARGE)
+            if self._discard is not None or self.transport.is_closing():
+                return  # refused already (the parser's error and the cap can both end one read)
+            self.transport.write(_HEAD_TOO_LARGE)
+            answering = self.cycle is not None and not self.cycle.response_complete
+            if answering or not self.transport.can_write_eof():
+                # A pipelined request's answer still to write (after a FIN it could not be), or TLS: at once.
                 self.transport.close()
+                return
+            self.transport.write_eof()
+            self._discard = linger_bytes
+            self._linger_timer = self.loop.call_later(linger_seconds, self.transport.close)
 
         def _arm(self, seconds: float) -> None:
             self._limit_at = limit = self.loop.time() + seconds

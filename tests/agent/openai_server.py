@@ -35,6 +35,7 @@ from typing import Any
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
+from tests.support import tcp_listener
 from threadline.agent.models import ToolCall
 
 __all__ = [
@@ -163,7 +164,7 @@ class OpenAIServer:
     def __init__(self, script: Iterable[Behaviour]) -> None:
         self.requests: list[RecordedRequest] = []
         self._script = collections.deque(script)
-        self._socket = socket.socket()
+        self._socket = tcp_listener()  # TCP_NODELAY: each reply stalled ~40 ms without it
         self._socket.bind(("127.0.0.1", 0))
         self.base_url = f"http://127.0.0.1:{self._socket.getsockname()[1]}/v1"
         self._ready = threading.Event()

@@ -45,6 +45,10 @@ class CuttingProxy:
             budget = self.budgets[self._connections] if self._connections < len(self.budgets) else None
             self._connections += 1
             upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            # Each chunk is relayed as it comes: without TCP_NODELAY a small one waits ~40 ms for the ACK
+            # of the one before, which the reader's kernel delays.
+            for end in (client, upstream):
+                end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._sockets += [client, upstream]
             for source, sink, limit in ((client, upstream, None), (upstream, client, budget)):
                 thread = threading.Thread(target=self._pump, args=(source, sink, limit), daemon=True)

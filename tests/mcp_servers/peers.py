@@ -27,6 +27,8 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from starlette.types import Receive, Scope, Send
 
+from tests.support import tcp_listener
+
 EVERYTHING_DIR = Path(os.environ.get("THREADLINE_TEST_MCP_PEERS", Path(__file__).parent / "node"))
 EVERYTHING_BIN = EVERYTHING_DIR / "node_modules" / ".bin" / "mcp-server-everything"
 
@@ -64,9 +66,7 @@ class PythonPeer:
         server = build_server()
         self._http = server.streamable_http_app()
         self._sse = server.sse_app()
-        # proto IPPROTO_TCP: the stdlib asyncio loop sets TCP_NODELAY on accepted sockets only then; without
-        # it each answer after a closely following request stalls ~40 ms (bench/mcp_calls.py tcp_listener).
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        self._socket = tcp_listener()
         self._socket.bind(("127.0.0.1", 0))
         self.base = f"http://127.0.0.1:{self._socket.getsockname()[1]}"
         self._uvicorn = uvicorn.Server(uvicorn.Config(self, log_config=None, access_log=False, lifespan="on"))

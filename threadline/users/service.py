@@ -1,6 +1,12 @@
 """Dashboard logins. Passwords are hashed with argon2id (memory-hard, unlike key hashes: a password is
 low-entropy and must be slow to guess). An email names one login across every organization: signing in
-finds the organization from it."""
+finds the organization from it.
+
+Every process hashes with ``PRODUCTION_HASHER`` (RFC 9106's low-memory profile: about 0.1 s of CPU a hash,
+and as much a check, on a quiet machine) unless it calls ``use_hasher``, which only the tests' own process
+does (tests/conftest.py), where every signed-in test paid a hash and a check. No setting reaches it, and a
+hash records its own parameters, so a hash made either way verifies in any process. Verification never
+rehashes: a hash keeps the cost it was made with until the password is set again."""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ import re
 import secrets
 from datetime import datetime
 
-from argon2 import PasswordHasher
+from argon2 import PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from threadline.kit.db import Conn
@@ -17,11 +23,20 @@ from threadline.kit.ids import new_id
 from threadline.organizations.repository import OrganizationRepository
 from threadline.users.repository import User, UserRepository, UsersAcrossOrganizations
 
-_hasher = PasswordHasher()  # argon2id with the library's RFC 9106 low-memory profile
+PRODUCTION_HASHER = PasswordHasher.from_parameters(profiles.RFC_9106_LOW_MEMORY)  # argon2id
+_hasher = PRODUCTION_HASHER
 # One "@" between two non-empty parts, no spaces or control characters: deliverability is the operator's
 # business (``owner@localhost`` is a fine login), but a typo such as a missing "@" is caught here.
 _EMAIL = re.compile(r"[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f]+")
 MAX_EMAIL_LENGTH = 320
+
+
+def use_hasher(hasher: PasswordHasher) -> PasswordHasher:
+    """Hashes and verifies with ``hasher`` in this process from now on; returns the hasher it replaces.
+    For tests only (see the module docstring): nothing in the product calls it."""
+    global _hasher
+    replaced, _hasher = _hasher, hasher
+    return replaced
 
 
 def generate_password() -> str:

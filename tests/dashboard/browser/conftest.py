@@ -128,7 +128,9 @@ def shared(backend: Backend, shared_database: Settings) -> Iterator[Shared]:
 @pytest.fixture
 async def served(shared: Shared) -> Served:
     """The shared server, seen by an organization and an owner login of the journey's own (made as
-    ``threadline init`` makes the first ones, straight in the database)."""
+    ``threadline init`` makes the first ones, straight in the database). The password is hashed here, with
+    the tests' cheap hasher (tests/conftest.py); the server, which keeps the production one, verifies it at
+    the cost recorded in the hash, so a journey's sign-ins cost it nothing either."""
     email, password = f"owner-{secrets.token_hex(4)}@localhost", generate_password()
     db = Database(shared.settings.resolved_database_url)
     try:
