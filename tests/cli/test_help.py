@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
+from tests.cli.one_process import threadline_each
 from tests.support import threadline
 
 _OPERATOR = [
@@ -37,13 +36,18 @@ _USAGE = {
 }
 
 
-@pytest.mark.parametrize("command", _OPERATOR, ids=lambda c: "-".join(c) or "threadline")
-def test_operator_help_is_plain(command: tuple[str, ...]) -> None:
+def test_operator_help_is_plain() -> None:
+    """Every screen drawn in one process (tests/cli/one_process.py); the top level's through the entry point
+    too, to hold them the same."""
     env = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb", "PATH": "/usr/bin:/bin"}
-    shown = threadline(*command, "--help", env=env).stdout
-    assert "<bool>" not in shown and "<str>" not in shown and "<path>" not in shown
-    assert not re.search(r"\{\w+\}", shown), shown
-    assert "``" not in shown and "`" not in shown, shown
-    assert re.search(r"--help\s+Show this message and exit", shown)
-    if command in _USAGE:
-        assert _USAGE[command] in shown, shown
+    screens = threadline_each(*((*command, "--help") for command in _OPERATOR), env=env)
+    for command, screen in zip(_OPERATOR, screens, strict=True):
+        assert screen.returncode == 0, (command, screen.stderr)
+        shown = screen.stdout
+        assert "<bool>" not in shown and "<str>" not in shown and "<path>" not in shown
+        assert not re.search(r"\{\w+\}", shown), shown
+        assert "``" not in shown and "`" not in shown, shown
+        assert re.search(r"--help\s+Show this message and exit", shown)
+        if command in _USAGE:
+            assert _USAGE[command] in shown, shown
+    assert threadline("--help", env=env).stdout == screens[0].stdout

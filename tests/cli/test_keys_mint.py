@@ -9,6 +9,7 @@ import signal
 
 import httpx
 
+from tests.cli.one_process import threadline_each
 from tests.support import running_server, threadline
 
 
@@ -65,8 +66,8 @@ def test_mint_refuses_clearly(empty_env: dict[str, str]) -> None:
         (("--org", org_id, "--name", "n", "--type", "public", "--project-id", "proj_x"), 1, "proj_x"),
         (("--name", "n"), 2, "--org"),
     ]
-    for arguments, status, cause in refusals:
-        result = threadline("keys", "mint", *arguments, env=empty_env, check=False)
+    results = threadline_each(*(("keys", "mint", *arguments) for arguments, _, _ in refusals), env=empty_env)
+    for (arguments, status, cause), result in zip(refusals, results, strict=True):
         assert result.returncode == status, (arguments, result.stderr)
         assert cause in result.stderr and result.stdout == "", (arguments, result.stderr)
     keys = [

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.one_process import threadline_each
 from tests.support import threadline
 
 # Every operator command that needs an existing database (init, migrate and restore may create one).
@@ -31,7 +32,7 @@ _NEEDS_A_DATABASE: list[tuple[str, ...]] = [
 
 
 def _one_line(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 2, result.stderr
+    assert result.returncode == 2, (result.args, result.stderr)
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -39,18 +40,15 @@ def _one_line(result: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.embedded
-@pytest.mark.parametrize("command", _NEEDS_A_DATABASE, ids=lambda c: "-".join(c[:2]))
-def test_embedded_without_a_database(
-    empty_env: dict[str, str], tmp_path: Path, command: tuple[str, ...]
-) -> None:
+def test_embedded_without_a_database(empty_env: dict[str, str], tmp_path: Path) -> None:
+    """Every command in one process (tests/cli/one_process.py): each still answers on its own."""
     nowhere = tmp_path / "nowhere"
-    line = _one_line(
-        threadline(*command, env={**empty_env, "THREADLINE_DATA_DIR": str(nowhere)}, check=False)
-    )
-    assert line == (
-        f"error: no Threadline database at {nowhere / 'threadline.db'}: run `threadline init` to create one "
-        "there, or set THREADLINE_DATA_DIR to the directory that holds threadline.db"
-    )
+    results = threadline_each(*_NEEDS_A_DATABASE, env={**empty_env, "THREADLINE_DATA_DIR": str(nowhere)})
+    for command, result in zip(_NEEDS_A_DATABASE, results, strict=True):
+        assert _one_line(result) == (
+            f"error: no Threadline database at {nowhere / 'threadline.db'}: run `threadline init` to create "
+            "one there, or set THREADLINE_DATA_DIR to the directory that holds threadline.db"
+        ), command
     assert not nowhere.exists()
 
 

@@ -8,6 +8,7 @@ import time
 
 import httpx
 
+from tests.cli.one_process import threadline_each
 from tests.support import running_server, threadline
 
 
@@ -145,24 +146,26 @@ def test_set_limit_streams_caps_open_streams_on_a_running_server(empty_env: dict
 
 
 def test_operator_errors_are_clear(empty_env: dict[str, str]) -> None:
-    serve = threadline("serve", "--port", "1", env=empty_env, check=False)
+    serve, migrated, again, *limits = threadline_each(
+        ("serve", "--port", "1"),
+        ("migrate",),
+        ("migrate",),
+        ("orgs", "set-limit", "org_missing", "--requests-per-minute", "5"),
+        ("orgs", "set-limit", "org_x", "--requests-per-minute", "0"),
+        ("orgs", "set-limit", "org_x", "--concurrent-runs", "0"),
+        ("orgs", "set-limit", "org_x"),
+        ("orgs", "set-limit", "org_missing", "--concurrent-runs", "5"),
+        env=empty_env,
+    )
     assert serve.returncode == 2 and "threadline init" in serve.stderr  # no database: nothing to serve
-    assert "up to date" in threadline("migrate", env=empty_env).stdout
-    assert "up to date" in threadline("migrate", env=empty_env).stdout  # idempotent
-    unknown = threadline(
-        "orgs", "set-limit", "org_missing", "--requests-per-minute", "5", env=empty_env, check=False
-    )
+    assert migrated.returncode == 0 and "up to date" in migrated.stdout
+    assert again.returncode == 0 and "up to date" in again.stdout  # idempotent
+    unknown, zero_requests, zero_runs, nothing, unknown_runs = limits
     assert unknown.returncode == 1 and "org_missing was not found" in unknown.stderr
-    zero = threadline("orgs", "set-limit", "org_x", "--requests-per-minute", "0", env=empty_env, check=False)
-    assert zero.returncode == 2
-    zero = threadline("orgs", "set-limit", "org_x", "--concurrent-runs", "0", env=empty_env, check=False)
-    assert zero.returncode == 2 and "--concurrent-runs" in zero.stderr
-    nothing = threadline("orgs", "set-limit", "org_x", env=empty_env, check=False)
+    assert zero_requests.returncode == 2
+    assert zero_runs.returncode == 2 and "--concurrent-runs" in zero_runs.stderr
     assert nothing.returncode == 2 and "--concurrent-runs" in nothing.stderr
-    unknown = threadline(
-        "orgs", "set-limit", "org_missing", "--concurrent-runs", "5", env=empty_env, check=False
-    )
-    assert unknown.returncode == 1 and "org_missing was not found" in unknown.stderr
+    assert unknown_runs.returncode == 1 and "org_missing was not found" in unknown_runs.stderr
     client = threadline("keys", "list", env={**empty_env, "THREADLINE_API_KEY": ""}, check=False)
     assert client.returncode == 1 and "THREADLINE_API_KEY" in client.stderr
 

@@ -7,7 +7,6 @@ import itertools
 from typing import Annotated, Any
 
 import typer
-from threadline_client import NOT_GIVEN
 
 from threadline.cli.client.common import (
     fetch,
@@ -133,6 +132,8 @@ def update_agent(
     json_output: JsonOutput = False,
 ) -> None:
     """Save a new version with the options given replaced (earlier versions stay as they were)."""
+    from threadline_client import NOT_GIVEN
+
     fields = _fields(model, instructions, tools, response_format, action_timeout, metadata)
     data = fetch(lambda c: c.agents.update(agent_id, name=name if name is not None else NOT_GIVEN, **fields))
     emit_json(data) if json_output else typer.echo(_line(data))

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import itertools
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from threadline_client import NOT_GIVEN, Threadline
-from threadline_client.types import Automation
 
 from threadline.cli.client.common import RESPONSE_FORMAT_HELP, fetch, response_format_option, with_api_key
 from threadline.cli.client.runs import run_line
 from threadline.cli.output import emit_json, fail
+
+if TYPE_CHECKING:
+    from threadline_client import Threadline
+    from threadline_client.types import Automation
 
 automations = typer.Typer(
     no_args_is_help=True, help="Automations: runs on a schedule or on logs (through the API)."
@@ -170,6 +172,8 @@ def create_automation(
 ) -> None:
     """Create an automation: --cron (with --timezone) for a schedule, or --on-log (with --project-id,
     --level, --contains, --cooldown-seconds) for a log trigger."""
+    from threadline_client import NOT_GIVEN
+
     trigger = _trigger(
         None, cron, timezone, on_log, _log_fields(project_id, level, contains, cooldown_seconds)
     )

@@ -8,15 +8,16 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
-from threadline_client import Threadline
-from threadline_client.types import LedgerPagination
 
 from threadline.cli.client.common import call, fetch, with_api_key
 from threadline.cli.output import emit_json, fail
 from threadline.cli.progress import Progress
+
+if TYPE_CHECKING:
+    from threadline_client import Threadline
 
 # The API's largest page: an export of a long ledger makes as few requests as it can.
 _EXPORT_PAGE = 100
@@ -98,6 +99,8 @@ def export_transactions(
 def _export(client: Threadline, target: TextIO, format_: ExportFormat, progress: Progress) -> int:
     """The client's walk over the pages writes each entry once, even one pushed to a later page by an
     entry that arrived meanwhile; the first page's total is what the export set out to write."""
+    from threadline_client.types import LedgerPagination
+
     writer = csv.writer(target) if format_ is ExportFormat.csv else None
     if writer is not None:
         writer.writerow(_COLUMNS)

@@ -1,5 +1,9 @@
 """What every client command shares: the client (threadline_client) from ``--api-key`` or the environment,
-its results as plain JSON data for printing, its errors as exit status 1."""
+its results as plain JSON data for printing, its errors as exit status 1.
+
+threadline_client (httpx, pydantic: ~210 ms of imports) is imported where a command runs, never at a
+module's top: every ``threadline`` process builds all the commands, and the operator's (init, serve,
+migrate…) and ``--help`` never call the API (tests/cli/test_startup.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +15,14 @@ import typing
 from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from threadline_client import Page, Threadline, ThreadlineError
-from threadline_client.types import ThreadlineModel
 
 from threadline.cli.output import fail
+
+if TYPE_CHECKING:
+    from threadline_client import Threadline
 
 T = TypeVar("T")
 
@@ -30,6 +35,8 @@ NO_KEY = (
 
 
 def call(work: Callable[[Threadline], T]) -> T:
+    from threadline_client import Threadline, ThreadlineError
+
     api_key = _api_key.get() or os.environ.get("THREADLINE_API_KEY")
     if not api_key:
         fail(NO_KEY)
@@ -42,6 +49,9 @@ def call(work: Callable[[Threadline], T]) -> T:
 
 def plain(value: Any) -> Any:
     """A result as JSON data, as it came on the wire (models, pages, and lists or tuples of them)."""
+    from threadline_client import Page
+    from threadline_client.types import ThreadlineModel
+
     if isinstance(value, ThreadlineModel):
         return value.to_dict()
     if isinstance(value, Page):

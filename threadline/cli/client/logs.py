@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from threadline_client import Threadline
 
 from threadline.cli.client.common import call, with_api_key
 from threadline.cli.client.terminal import dim, level
+
+if TYPE_CHECKING:
+    from threadline_client import Threadline
 
 logs = typer.Typer(no_args_is_help=True, help="Logs and events (through the API).")
 

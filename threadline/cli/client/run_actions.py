@@ -9,14 +9,16 @@ command; ``submit-outputs`` needs an output for each call and names the missing 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from threadline_client import Threadline
 
 from threadline.cli.client.common import call, plain, with_api_key
 from threadline.cli.client.runs import run_line, runs
 from threadline.cli.output import emit_json, fail
+
+if TYPE_CHECKING:
+    from threadline_client import Threadline
 
 
 def _pending(client: Threadline, run_id: str, kind: str) -> list[str]:

@@ -6,11 +6,9 @@ import itertools
 import json
 from collections.abc import Callable, Iterator
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from threadline_client import Threadline
-from threadline_client.types import RunEvent
 
 from threadline.cli.client.common import (
     RESPONSE_FORMAT_HELP,
@@ -22,6 +20,10 @@ from threadline.cli.client.common import (
     with_api_key,
 )
 from threadline.cli.output import emit_json, fail
+
+if TYPE_CHECKING:
+    from threadline_client import Threadline
+    from threadline_client.types import RunEvent
 
 runs = typer.Typer(no_args_is_help=True, help="Agent runs (through the API).")
 

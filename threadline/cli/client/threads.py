@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from threadline_client import Threadline
-from threadline_client.types import Thread
 
 from threadline.cli.client.common import fetch, parse_metadata, with_api_key
 from threadline.cli.client.terminal import highlighted, matched_metadata
 from threadline.cli.output import emit_json
+
+if TYPE_CHECKING:
+    from threadline_client import Threadline
+    from threadline_client.types import Thread
 
 threads = typer.Typer(no_args_is_help=True, help="Threads (through the API).")
 search = typer.Typer(no_args_is_help=True, help="Full-text search (through the API).")

@@ -7,7 +7,6 @@ import itertools
 from typing import Annotated, Any
 
 import typer
-from threadline_client import NOT_GIVEN
 
 from threadline.cli.client.common import fetch, with_api_key
 from threadline.cli.output import emit_json
@@ -39,6 +38,8 @@ def add_webhook(
     json_output: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Register an endpoint; prints its secret (whsec_…) this once: keep it to verify deliveries."""
+    from threadline_client import NOT_GIVEN
+
     events = event or ["*"]
     data = fetch(
         lambda c: c.webhooks.create(
