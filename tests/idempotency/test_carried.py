@@ -84,3 +84,36 @@ async def test_a_request_gone_while_its_thread_commits_is_replayed_not_repeated(
     assert again.status_code == 201 and again.headers["idempotent-replayed"] == "true"
     assert again.json()["id"] == made
     assert await thread_ids(services, tenant.org_id) == [made]
+
+
+async def test_answers_and_releases_written_together(services: Services, tenant: Tenant) -> None:
+    """One group of answers holding both kinds (``store.write_answers``): each lands on its own key."""
+    for key in ("stored", "released", "also-stored"):
+        assert await services.idempotency.claim(tenant.org_id, key, "f" * 64, services.clock.now())
+    await asyncio.gather(
+        services.idempotency.answer(tenant.org_id, "stored", 201, "application/json", b"{}"),
+        services.idempotency.answer(tenant.org_id, "released", None, None, b""),
+        services.idempotency.answer(tenant.org_id, "also-stored", 404, "text/plain", b"gone"),
+    )
+    assert await key_row(services, tenant.org_id, "stored") == {"status": 201, "body": b"{}"}
+    assert await key_row(services, tenant.org_id, "released") is None
+    assert await key_row(services, tenant.org_id, "also-stored") == {"status": 404, "body": b"gone"}
+
+
+class Failing:
+    async def submit(self, item: Any) -> None:
+        raise RuntimeError("the disk is gone")
+
+
+async def test_a_failed_request_releases_its_key(
+    client: httpx.AsyncClient, services: Services, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    headers = {**tenant.secret, "Idempotency-Key": "fails-once"}
+    with monkeypatch.context() as patched:
+        patched.setattr(services, "thread_inserts", Failing())
+        failed = await client.post("/v1/threads", headers=headers, json={})
+    assert failed.status_code == 500
+    assert await key_row(services, tenant.org_id, "fails-once") is None
+    again = await client.post("/v1/threads", headers=headers, json={})
+    assert again.status_code == 201 and "idempotent-replayed" not in again.headers
+    assert await thread_ids(services, tenant.org_id) == [again.json()["id"]]
