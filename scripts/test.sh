@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: a private virtualenv with the locked dependencies, then lint,
-# types, the import layers (lint-imports; contracts in pyproject.toml) and tests. Extra arguments go to
-# pytest (`bash scripts/test.sh -k keys -x`).
+# types, the import layers (lint-imports; contracts in pyproject.toml) and tests, on two processes. Extra
+# arguments go to pytest (`bash scripts/test.sh -k keys -x`; `-n 0` for one process, see below).
 #
 # Tests of the distributed shape need PostgreSQL and Redis on 127.0.0.1 (override with
 # THREADLINE_TEST_POSTGRES_URL / THREADLINE_TEST_REDIS_URL). Without them those tests are skipped, unless
@@ -17,7 +17,20 @@ python3 -m venv .venv
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache --no-logo
-# The 25 slowest tests are listed at the end, so the next slowdown shows in CI's output. pytest-xdist is
-# installed: `-n 2 --dist loadfile` runs the suite on two processes (a file stays on one); not the default
-# until it is measured faster on a quiet machine (bench/HISTORY.md "CI time").
-exec .venv/bin/python -m pytest --durations=25 "$@"
+# pytest runs on two processes (pytest-xdist, one per core of the 2-core machine CI runs on; fewer where
+# fewer cores are usable): the suite is CPU-bound (interpreter starts, argon2, app starts), and a second
+# process roughly halves it. Two at most: each worker makes its own PostgreSQL database, Redis prefix, data
+# directory and browser servers, and the timing-bound tests were made to hold at two, not measured beyond.
+# `--dist loadfile` is this suite's (tests/scheduling.py): a file's tests of one storage shape stay on one
+# worker, the longest units first. For debugging on one process, add `-n 0` (or `-p no:xdist`); `--pdb`
+# gives one process by itself. The 25 slowest tests are listed at the end, so the next slowdown shows in
+# CI's output.
+distributed=(-n logical --maxprocesses=2 --dist loadfile)
+previous=
+for arg in "$@"; do
+    if [ "$arg" = -pno:xdist ] || [ "$previous $arg" = "-p no:xdist" ]; then
+        distributed=()  # its options would be unknown to pytest without the plugin
+    fi
+    previous=$arg
+done
+exec .venv/bin/python -m pytest --durations=25 "${distributed[@]}" "$@"

@@ -31,20 +31,6 @@ async def test_a_cursor_walk_over_250_threads(served: Served) -> None:
         assert len(page.data) == 7 and [t.id async for t in page][:8] == walked[:8]
 
 
-def _statuses() -> tuple[list[int], dict[str, list[Any]]]:
-    seen: list[int] = []
-    return seen, {"response": [lambda response: seen.append(response.status_code)]}
-
-
-def _async_statuses() -> tuple[list[int], dict[str, list[Any]]]:
-    seen: list[int] = []
-
-    async def record(response: httpx.Response) -> None:
-        seen.append(response.status_code)
-
-    return seen, {"response": [record]}
-
-
 def _drain(api_url: str, key: str) -> None:
     """Spends the key's budget: GET /me until the server answers 429."""
     with httpx.Client(headers={"Authorization": f"Bearer {key}"}) as http:
@@ -54,36 +40,74 @@ def _drain(api_url: str, key: str) -> None:
     raise AssertionError("never rate limited")
 
 
+class Drained:
+    """Event hooks for a client's HTTP client: ``arm()`` makes the budget spent right before the next
+    request goes out, and each response's status and time are kept. At 30 a minute a token comes back
+    every 2 s, and a loaded machine has taken longer than that between a drain and the next request
+    (making its client, sending): drained in the request's own hook, it is refused whatever the load."""
+
+    def __init__(self, api_url: str, key: str) -> None:
+        self.api_url, self.key = api_url, key
+        self.armed = False
+        self.seen: list[int] = []
+        self.times: list[float] = []
+
+    def arm(self) -> None:
+        self.armed = True
+
+    def request(self, request: httpx.Request) -> None:
+        if self.armed:
+            self.armed = False
+            _drain(self.api_url, self.key)
+
+    def response(self, response: httpx.Response) -> None:
+        self.seen.append(response.status_code)
+        self.times.append(time.monotonic())
+
+    def waited(self) -> float:
+        """From the first answer to the last: the client's waits between its attempts."""
+        return self.times[-1] - self.times[0]
+
+    def hooks(self) -> dict[str, list[Any]]:
+        return {"request": [self.request], "response": [self.response]}
+
+    def async_hooks(self) -> dict[str, list[Any]]:
+        async def request(request: httpx.Request) -> None:
+            self.request(request)
+
+        async def response(response: httpx.Response) -> None:
+            self.response(response)
+
+        return {"request": [request], "response": [response]}
+
+
 async def test_a_429_is_retried_after_retry_after(served: Served) -> None:
     tenant = await served.organization("Throttled")
     with Threadline(tenant.created.secret_value, served.api_url) as admin:
-        # 30 a minute: once spent, a request is allowed again every 2 s (Retry-After: 1 or 2), so the
-        # client's first attempt right after the drain is refused, whatever the machine's load.
+        # 30 a minute: once spent, a request is allowed again every 2 s (Retry-After: 1 or 2).
         key = admin.keys.create(name="slow", type="secret", rate_limit_per_minute=30).key
 
-    seen, hooks = _statuses()
-    _drain(served.api_url, key)
+    drained = Drained(served.api_url, key)
     with Threadline(
-        key, served.api_url, max_retries=4, http_client=httpx.Client(event_hooks=hooks)
+        key, served.api_url, max_retries=4, http_client=httpx.Client(event_hooks=drained.hooks())
     ) as client:
-        started = time.monotonic()
+        drained.arm()
         assert client.me.get().key.name == "slow"
-        waited = time.monotonic() - started
-        assert seen[0] == 429 and seen[-1] == 200 and set(seen[:-1]) == {429} and waited >= 0.9
-        _drain(served.api_url, key)
+        seen = drained.seen
+        assert seen[0] == 429 and seen[-1] == 200 and set(seen[:-1]) == {429} and drained.waited() >= 0.9
+        drained.arm()
         with pytest.raises(RateLimitError) as refused:
             client.with_options(max_retries=0).me.get()
         assert refused.value.retry_after_seconds in (1, 2) and refused.value.operation_id == "me.get"
 
-    seen, hooks = _async_statuses()
-    _drain(served.api_url, key)
+    drained = Drained(served.api_url, key)
     async with AsyncThreadline(
-        key, served.api_url, http_client=httpx.AsyncClient(event_hooks=hooks)
+        key, served.api_url, http_client=httpx.AsyncClient(event_hooks=drained.async_hooks())
     ) as aclient:
-        started = time.monotonic()
+        drained.arm()
         assert (await aclient.me.get()).key.name == "slow"
-        assert seen[0] == 429 and seen[-1] == 200 and set(seen[:-1]) == {429}
-        assert time.monotonic() - started >= 0.9
+        seen = drained.seen
+        assert seen[0] == 429 and seen[-1] == 200 and set(seen[:-1]) == {429} and drained.waited() >= 0.9
 
 
 @pytest.fixture

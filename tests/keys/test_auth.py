@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import httpx
 import pytest
 
 from tests.support import Tenant, assert_error
 from threadline.keys.tokens import generate_key
+from threadline.kit.ratelimit import Bucket, Decision
 from threadline.runtime import Services
 
 
@@ -71,8 +73,20 @@ class TestRefusals:
         assert_error(response, 401, "UNAUTHORIZED", operation_id="unknown", missing=["Authorization"])
 
     async def test_refusals_carry_rate_limit_headers_of_the_client_address(
-        self, client: httpx.AsyncClient, tenant: Tenant
+        self, client: httpx.AsyncClient, services: Services, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
     ) -> None:
+        # The limiter's own answers, to compare the headers with: the bucket refills 1000/60 tokens a
+        # second, so counting down from 999 held only while the requests came quickly (loaded, two slow
+        # ones both read 997).
+        answers: list[tuple[tuple[Bucket, ...], Decision]] = []
+        hit = services.limiter.hit
+
+        async def answered(buckets: Sequence[Bucket]) -> Decision:
+            decision = await hit(buckets)
+            answers.append((tuple(buckets), decision))
+            return decision
+
+        monkeypatch.setattr(services.limiter, "hit", answered)
         refusals = [
             await client.get("/v1/me"),
             await client.get("/v1/me", headers={"Authorization": f"Bearer {generate_key('secret')}"}),
@@ -80,8 +94,12 @@ class TestRefusals:
             await client.post("/v1/projects", headers={**tenant.secret, "content-length": "99999999"}),
         ]
         assert [r.status_code for r in refusals] == [401, 401, 403, 413]
+        # Each drew a token from one bucket, the same for all four: the client address's.
+        [(address,)] = {buckets for buckets, _ in answers}
+        assert len(answers) == 4 and ":ip:" in address.key and address.limit == 1000
+        assert all(decision.allowed and decision.remaining < 1000 for _, decision in answers)
         remaining = [int(r.headers["x-ratelimit-remaining"]) for r in refusals]
-        assert remaining == sorted(remaining, reverse=True) and len(set(remaining)) == 4
+        assert remaining == [decision.remaining for _, decision in answers]
         assert all(r.headers["x-ratelimit-limit"] == "1000" for r in refusals)
         # None of them touched the organization's own budget.
         me = await client.get("/v1/me", headers=tenant.secret)
