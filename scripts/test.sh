@@ -18,13 +18,13 @@ python3 -m venv .venv
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache --no-logo
 # pytest runs on two processes (pytest-xdist, one per core of the 2-core machine CI runs on; fewer where
-# fewer cores are usable): the suite is CPU-bound (interpreter starts, argon2, app starts), and a second
-# process roughly halves it. Two at most: each worker makes its own PostgreSQL database, Redis prefix, data
-# directory and browser servers, and the timing-bound tests were made to hold at two, not measured beyond.
-# `--dist loadfile` is this suite's (tests/scheduling.py): a file's tests of one storage shape stay on one
-# worker, the longest units first. For debugging on one process, add `-n 0` (or `-p no:xdist`); `--pdb`
-# gives one process by itself. The 25 slowest tests are listed at the end, so the next slowdown shows in
-# CI's output.
+# fewer cores are usable): the suite is CPU-bound (interpreter starts, argon2, app starts), and one process
+# leaves the second core idle (bench/HISTORY.md). Two at most: each worker makes its own PostgreSQL
+# database, Redis prefix, data directory and browser servers, and the timing-bound tests were made to hold
+# at two, not measured beyond. `--dist loadfile` is this suite's (tests/scheduling.py): a file's tests of
+# one storage shape stay on one worker, the longest units first. For debugging on one process, add `-n 0`
+# (or `-p no:xdist`); `--pdb` gives one process by itself. The 25 slowest tests are listed at the end, so
+# the next slowdown shows in CI's output.
 distributed=(-n logical --maxprocesses=2 --dist loadfile)
 previous=
 for arg in "$@"; do

@@ -1,9 +1,9 @@
 """How ``scripts/test.sh`` shares the suite between pytest-xdist's workers (``--dist loadfile``): in units
 that keep what a unit's tests share on one worker, handed out longest first, so both workers end together.
 
-xdist's ``loadfile`` queues one unit per file and gives the next unit to whichever worker runs low. Three
-things made a run on two processes take 0.72 of one instead of about half (bench/HISTORY.md "CI on two
-processes"):
+xdist's ``loadfile`` queues one unit per file and gives the next unit to whichever worker runs low. A run
+on two processes took 0.72 of one's time, not about half (bench/HISTORY.md "CI time on a quiet machine"),
+and three things in how that queue met this suite cost time ("CI on two processes"):
 
 * Its queue is sorted by the number of tests per unit, so the slowest files (a few long tests each: browser
   journeys, the operator CLI, served processes, the fuzz run) came last and one worker ran them alone for
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 # Directories whose files share package-scoped servers: one unit per shape.
 TOGETHER = ("tests/dashboard/browser/",)
 
-# Longest first, from the durations of the whole suite on `-n 2` (bench/HISTORY.md "CI on two processes").
+# Longest first: the top modules of the whole suite's durations on `-n 2` (bench/HISTORY.md "CI time").
 HEAVIEST = (
     "tests/dashboard/browser/",
     "tests/cli/test_operator.py",

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 
 import httpx
 import pytest
 
+from tests.limiter_answers import limiter_answers
 from tests.support import Tenant, assert_error
 from threadline.keys.tokens import generate_key
-from threadline.kit.ratelimit import Bucket, Decision
 from threadline.runtime import Services
 
 
@@ -75,18 +74,7 @@ class TestRefusals:
     async def test_refusals_carry_rate_limit_headers_of_the_client_address(
         self, client: httpx.AsyncClient, services: Services, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        # The limiter's own answers, to compare the headers with: the bucket refills 1000/60 tokens a
-        # second, so counting down from 999 held only while the requests came quickly (loaded, two slow
-        # ones both read 997).
-        answers: list[tuple[tuple[Bucket, ...], Decision]] = []
-        hit = services.limiter.hit
-
-        async def answered(buckets: Sequence[Bucket]) -> Decision:
-            decision = await hit(buckets)
-            answers.append((tuple(buckets), decision))
-            return decision
-
-        monkeypatch.setattr(services.limiter, "hit", answered)
+        answers = limiter_answers(services, monkeypatch)
         refusals = [
             await client.get("/v1/me"),
             await client.get("/v1/me", headers={"Authorization": f"Bearer {generate_key('secret')}"}),
