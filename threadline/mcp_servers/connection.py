@@ -11,8 +11,9 @@ or the network does: a failure, a timeout or a server-side error is a ``ToolResu
 which a run reports as the call's result and goes on.
 
 The SDK is imported where a session opens or a result is read, not at this module's top: importing ``mcp``
-is about half of ``import threadline.app`` (1.1 of 2.2 CPU-s, measured 2026-12-02), paid by every
-``threadline serve``, worker and test process, while only a run that calls an MCP server needs it.
+was about a fifth of ``import threadline.app`` (2.1 to 2.3 CPU-s with it, 1.7 to 1.8 without, three runs
+each at load average ~8, 2026-12-02), paid by every ``threadline serve``, worker and test process, while
+only a run that calls an MCP server needs it.
 """
 
 from __future__ import annotations
